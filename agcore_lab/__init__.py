@@ -1,0 +1,128 @@
+"""agcore_lab: a Jupyter-first research toolkit for LLM agents.
+
+Sessions with context slots that fork and merge, session memory and automatic summaries, kept
+in SQLite; every piece can be seen and steered in a notebook (``%load_ext agcore_lab``).
+
+Importing this package never imports IPython, ipywidgets, traitlets or pyvis; those load with
+``agcore_lab.jupyter`` or ``%load_ext agcore_lab``. ``OpenAIChatModel`` (httpx) loads lazily.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from agcore_lab.agent import (
+    Agent,
+    AgentSession,
+    ContextSlot,
+    MergePreview,
+    MergeStrategy,
+    RuntimeBundle,
+    SessionMemory,
+    SlotMode,
+    SummaryConfig,
+    ToolCallStarted,
+    ToolResultReady,
+    TurnDone,
+    TurnResult,
+)
+from agcore_lab.errors import (
+    AgcoreError,
+    ConflictError,
+    GoneError,
+    InvalidInputError,
+    MaxToolRoundsError,
+    ModelError,
+    NotFoundError,
+    SessionNotFoundError,
+    SlotNotFoundError,
+    StorageError,
+    UnprocessableError,
+    UserError,
+)
+from agcore_lab.llm import (
+    AssistantMessage,
+    ChatModel,
+    ChatResponse,
+    CostTracker,
+    Message,
+    ModelPrice,
+    PriceTable,
+    ScriptedModel,
+    SystemMessage,
+    TextDelta,
+    Tool,
+    ToolCall,
+    ToolCallDelta,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from agcore_lab.store import SqliteStore, Store
+
+if TYPE_CHECKING:
+    from agcore_lab.llm.openai import OpenAIChatModel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgcoreError",
+    "AgentSession",
+    "AssistantMessage",
+    "ChatModel",
+    "ChatResponse",
+    "ConflictError",
+    "ContextSlot",
+    "CostTracker",
+    "GoneError",
+    "InvalidInputError",
+    "MaxToolRoundsError",
+    "MergePreview",
+    "MergeStrategy",
+    "Message",
+    "ModelError",
+    "ModelPrice",
+    "NotFoundError",
+    "OpenAIChatModel",
+    "PriceTable",
+    "RuntimeBundle",
+    "ScriptedModel",
+    "SessionMemory",
+    "SessionNotFoundError",
+    "SlotMode",
+    "SlotNotFoundError",
+    "SqliteStore",
+    "StorageError",
+    "Store",
+    "SummaryConfig",
+    "SystemMessage",
+    "TextDelta",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStarted",
+    "ToolMessage",
+    "ToolResultReady",
+    "TurnDone",
+    "TurnResult",
+    "UnprocessableError",
+    "Usage",
+    "UserError",
+    "UserMessage",
+    "__version__",
+    "load_ipython_extension",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIChatModel":
+        from agcore_lab.llm.openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module 'agcore_lab' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext agcore_lab``: register the ``%agcore`` / ``%%agcore`` magics."""
+    from agcore_lab.jupyter.magics import load_ipython_extension as _load
+
+    _load(ipython)

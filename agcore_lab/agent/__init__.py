@@ -1,0 +1,32 @@
+"""Agents and their sessions: turns, tool loop, context slots, memory, summaries."""
+
+from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
+from agcore_lab.agent.events import (
+    ToolCallStarted,
+    ToolResultReady,
+    TurnDone,
+    TurnEvent,
+    TurnResult,
+)
+from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.session import AgentSession, MergePreview
+from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode
+from agcore_lab.agent.summary import SummaryConfig
+
+__all__ = [
+    "Agent",
+    "AgentSession",
+    "ContextSlot",
+    "MergePreview",
+    "MergeStrategy",
+    "RuntimeBundle",
+    "SessionMemory",
+    "SlotMode",
+    "SummaryConfig",
+    "ToolCallStarted",
+    "ToolResultReady",
+    "TurnDone",
+    "TurnEvent",
+    "TurnHook",
+    "TurnResult",
+]

@@ -1,0 +1,100 @@
+"""``Agent`` (what an agent is) and ``RuntimeBundle`` (the services its sessions share)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agcore_lab.agent.summary import SummaryConfig
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.llm.base import ChatModel, ToolSpec
+from agcore_lab.llm.scripted import ScriptedModel
+from agcore_lab.llm.tools import Tool, as_tools
+from agcore_lab.llm.usage import DEFAULT_PRICES, PriceTable
+from agcore_lab.store.base import Store
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.events import TurnResult
+    from agcore_lab.agent.session import AgentSession
+
+__all__ = ["Agent", "RuntimeBundle", "TurnHook"]
+
+TurnHook: TypeAlias = Callable[["AgentSession", "TurnResult"], Awaitable[None] | None]
+_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+@dataclass(kw_only=True)
+class Agent:
+    """An agent: a name, instructions, a model and tools.
+
+    Args:
+        name: 1-64 letters, digits, ``_ . : -``; sessions store it, and a session manager
+            finds the agent again by it after a restart.
+        system_prompt: Instructions sent first in every model call.
+        model: Any :class:`~agcore_lab.llm.base.ChatModel`; the offline ``ScriptedModel`` by
+            default.
+        tools: Plain functions (sync or async) or :class:`~agcore_lab.llm.tools.Tool` objects.
+        max_tool_rounds: Rounds of tool calls allowed in one turn before it stops with
+            :class:`~agcore_lab.errors.MaxToolRoundsError`.
+        summary_config: Turn on automatic conversation summaries.
+
+    Example:
+        >>> def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> Agent(name="calc", tools=[add]).tool_specs[0].name
+        'add'
+    """
+
+    name: str
+    system_prompt: str = ""
+    model: ChatModel = field(default_factory=ScriptedModel)
+    tools: Sequence[Tool | Callable[..., Any]] = ()
+    max_tool_rounds: int = 8
+    summary_config: SummaryConfig | None = None
+    tool_map: dict[str, Tool] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise InvalidInputError(
+                f"agent name {self.name!r} must be 1-64 letters, digits, '_', '.', ':' or '-'"
+            )
+        if not isinstance(self.model, ChatModel):
+            raise InvalidInputError(
+                f"model must implement ChatModel (complete, stream, model_name); "
+                f"got {type(self.model).__name__}",
+                agent_name=self.name,
+            )
+        if self.max_tool_rounds < 0:
+            raise InvalidInputError("max_tool_rounds must be >= 0", agent_name=self.name)
+        self.tool_map = as_tools(list(self.tools))
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """What the model is told about the tools."""
+        return [tool.spec for tool in self.tool_map.values()]
+
+
+def _default_store() -> Store:
+    from agcore_lab.store.sqlite import SqliteStore
+
+    return SqliteStore(":memory:")
+
+
+@dataclass(kw_only=True)
+class RuntimeBundle:
+    """Services shared by a session and its child sessions.
+
+    Args:
+        store: Where sessions are kept; an in-memory SQLite store by default.
+        hooks: Turn-end hooks ``hook(session, result)``, sync or async, run after every turn
+            of every session using this bundle (after the turn was committed). A hook that
+            raises is logged; the turn still succeeds.
+        prices: The price table for cost tracking.
+    """
+
+    store: Store = field(default_factory=_default_store)
+    hooks: list[TurnHook] = field(default_factory=list)
+    prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))

@@ -1,0 +1,543 @@
+"""``AgentSession``: one conversation with an agent — turns, slots, memory, summaries.
+
+Every state change is written to the store first and applied to the live object only after the
+write succeeded, so a failed write, a model error, a cancelled turn or an abandoned stream
+leaves the session exactly as it was.
+
+Event loops: async methods are the primary API (``await session.submit_turn(...)``, top-level
+await works in Jupyter). Each has a ``*_sync`` twin that runs it on agcore_lab's one background
+loop (see :mod:`agcore_lab.aio`), usable in scripts and in notebook cells alike. Turns of one
+session are serialized by a per-session lock; different sessions run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import inspect
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
+from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
+from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode, validate_slot_id
+from agcore_lab.agent.summary import MERGE_SUMMARY_PROMPT, SummaryConfig, request_summary
+from agcore_lab.agent.turn import TurnDraft, run_turn
+from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    MaxToolRoundsError,
+    SessionNotFoundError,
+    SlotNotFoundError,
+)
+from agcore_lab.ids import new_id, utcnow
+from agcore_lab.llm.messages import AssistantMessage, Message
+from agcore_lab.llm.tokens import estimate_messages_tokens
+from agcore_lab.llm.usage import CostTracker, Usage
+from agcore_lab.store.base import SessionRecord, Store
+
+__all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession", "MergePreview"]
+
+logger = logging.getLogger("agcore_lab")
+
+MAIN_SLOT = "main"
+SUMMARY_KEY = "conversation_summary"
+
+
+@dataclass(frozen=True)
+class MergePreview:
+    """What a merge would do, without doing it.
+
+    Attributes:
+        source: The slot merged from.
+        target: The slot merged into.
+        strategy: The strategy.
+        before: The target's message count now.
+        incoming: The messages that would be appended (Append), the new history (Replace), or
+            the messages the model would condense into one (Summarize).
+        after: The target's message count after the merge.
+    """
+
+    source: str
+    target: str
+    strategy: MergeStrategy
+    before: int
+    incoming: list[Message]
+    after: int
+
+    def describe(self) -> str:
+        """One sentence for a confirmation prompt."""
+        n = len(self.incoming)
+        if self.strategy is MergeStrategy.Append:
+            what = f"append {n} message(s) from {self.source!r} to {self.target!r}"
+        elif self.strategy is MergeStrategy.Replace:
+            what = f"replace the {self.before} message(s) of {self.target!r} with the {n} of {self.source!r}"
+        else:
+            what = f"condense {n} message(s) of {self.source!r} into 1 summary message in {self.target!r}"
+        return f"This will {what} ({self.before} -> {self.after} messages)."
+
+
+class AgentSession:
+    """A conversation with an agent, kept in a store.
+
+    Args:
+        agent: The agent answering in this session.
+        store: Where to keep it (shortcut for ``bundle=RuntimeBundle(store=store)``).
+        bundle: Shared services (store, hooks, prices); an in-memory store by default.
+        session_id: Use this id instead of a new time-ordered one.
+        parent_id: The parent session, for sessions created as children.
+
+    Example:
+        >>> from agcore_lab import Agent, ScriptedModel
+        >>> session = AgentSession(Agent(name="echo", model=ScriptedModel(["hello!"])))
+        >>> session.submit_turn_sync("hi").reply
+        'hello!'
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        store: Store | None = None,
+        bundle: RuntimeBundle | None = None,
+        session_id: str | None = None,
+        parent_id: str | None = None,
+    ) -> None:
+        bundle = self._resolve_bundle(store, bundle)
+        self.agent = agent
+        self.bundle = bundle
+        self.session_id = session_id or new_id("ses")
+        self.parent_id = parent_id
+        self.created_at = utcnow()
+        self.turn_index = 0
+        self.last_summary_turn: int | None = None
+        self.cost_tracker = CostTracker(prices=bundle.prices)
+        self.slots: dict[str, ContextSlot] = {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
+        self.current_slot_id = MAIN_SLOT
+        self.hooks: list[TurnHook] = []
+        self._lock = asyncio.Lock()
+        self.store.create_session(self._record())
+        self.store.commit(self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)])
+        self.session_memory = SessionMemory(self.store, self.session_id)
+
+    @staticmethod
+    def _resolve_bundle(store: Store | None, bundle: RuntimeBundle | None) -> RuntimeBundle:
+        if bundle is not None and store is not None and bundle.store is not store:
+            raise ConfigurationError("give either store= or bundle=, not two different stores")
+        if bundle is not None:
+            return bundle
+        return RuntimeBundle(store=store) if store is not None else RuntimeBundle()
+
+    @classmethod
+    def load(
+        cls,
+        session_id: str,
+        agent: Agent,
+        *,
+        store: Store | None = None,
+        bundle: RuntimeBundle | None = None,
+    ) -> AgentSession:
+        """Rebuild a stored session (after a kernel restart, or in another process).
+
+        Raises:
+            SessionNotFoundError: No session with that id in the store.
+        """
+        bundle = cls._resolve_bundle(store, bundle)
+        record = bundle.store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError("no such session in the store", session_id=session_id)
+        self = cls.__new__(cls)
+        self.agent, self.bundle, self.hooks = agent, bundle, []
+        self._lock = asyncio.Lock()
+        self.restore(record)
+        return self
+
+    def restore(self, record: SessionRecord) -> None:
+        """Set this session's state from a stored record and its slots (used by load and,
+        later, rollback)."""
+        store = self.bundle.store
+        slots = {}
+        for slot_record in store.load_slots(record.session_id):
+            chain = store.load_chain(slot_record.head_node_id) if slot_record.head_node_id else []
+            slots[slot_record.slot_id] = ContextSlot.from_record(slot_record, [m for _, m in chain])
+        self.session_id = record.session_id
+        self.parent_id = record.parent_id
+        self.created_at = record.created_at
+        self.turn_index = record.turn_index
+        self.last_summary_turn = record.last_summary_turn
+        self.cost_tracker = CostTracker(prices=self.bundle.prices, by_model=record.spend)
+        self.slots = slots or {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
+        self.current_slot_id = record.current_slot_id
+        self.session_memory = SessionMemory(store, self.session_id)
+
+    # -- read-only views --------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The store this session is kept in."""
+        return self.bundle.store
+
+    @property
+    def current_slot(self) -> ContextSlot:
+        """The slot turns go to."""
+        return self.slots[self.current_slot_id]
+
+    @property
+    def messages(self) -> list[Message]:
+        """The current slot's messages (a copy)."""
+        return list(self.current_slot.messages)
+
+    @property
+    def cost_so_far(self) -> float:
+        """USD spent in this session so far."""
+        return self.cost_tracker.total_cost
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used in this session so far."""
+        return self.cost_tracker.usage
+
+    def get_conversation_summary(self) -> str | None:
+        """The latest automatic summary, or ``None`` if none was written."""
+        value = self.session_memory.get(SUMMARY_KEY)
+        return value if isinstance(value, str) else None
+
+    def slot(self, slot_id: str) -> ContextSlot:
+        """The slot named ``slot_id``.
+
+        Raises:
+            SlotNotFoundError: No such slot (the message lists the slots that exist).
+        """
+        try:
+            return self.slots[slot_id]
+        except KeyError:
+            known = ", ".join(sorted(self.slots))
+            raise SlotNotFoundError(
+                f"no slot {slot_id!r} in this session; slots: {known}",
+                session_id=self.session_id,
+                slot_id=slot_id,
+            ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentSession({self.session_id!r}, agent={self.agent.name!r}, "
+            f"turns={self.turn_index}, slot={self.current_slot_id!r}, "
+            f"messages={len(self.current_slot.messages)}, cost=${self.cost_so_far:.6f})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{'&#9654; ' if sid == self.current_slot_id else ''}{html.escape(sid)}</td>"
+            f"<td>{len(s.messages)}</td><td>{s.mode.value}</td>"
+            f"<td>{html.escape(s.parent_slot_id or '')}</td></tr>"
+            for sid, s in self.slots.items()
+        )
+        return (
+            f"<div><b>AgentSession</b> <code>{html.escape(self.session_id)}</code> &middot; "
+            f"agent <b>{html.escape(self.agent.name)}</b> &middot; {self.turn_index} turns "
+            f"&middot; ${self.cost_so_far:.6f}<table><tr><th>slot</th><th>messages</th>"
+            f"<th>mode</th><th>forked from</th></tr>{rows}</table></div>"
+        )
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def _record(self, **changes: Any) -> SessionRecord:
+        record = SessionRecord(
+            session_id=self.session_id,
+            agent_name=self.agent.name,
+            parent_id=self.parent_id,
+            created_at=self.created_at,
+            updated_at=utcnow(),
+            turn_index=self.turn_index,
+            current_slot_id=self.current_slot_id,
+            last_summary_turn=self.last_summary_turn,
+            spend=self.cost_tracker.by_model,
+        )
+        return record.model_copy(update=changes)
+
+    # -- turns ------------------------------------------------------------------------------
+
+    async def submit_turn(self, text: str) -> TurnResult:
+        """Send ``text`` as a user turn and run the tool loop to the model's final answer.
+
+        Returns:
+            The turn's result: reply, tool calls and results, usage, cost, turn index.
+
+        Raises:
+            InvalidInputError: ``text`` is empty.
+            MaxToolRoundsError: The model kept calling tools past ``agent.max_tool_rounds``;
+                the turn's messages so far are kept, ``err.partial`` has the result.
+            ModelError: The model failed; the session is unchanged.
+        """
+        result: TurnResult | None = None
+        async for event in self._turn(text, stream=False):
+            if isinstance(event, TurnDone):
+                result = event.result
+        assert result is not None
+        return result
+
+    def submit_turn_stream(self, text: str) -> AsyncIterator[TurnEvent]:
+        """Like :meth:`submit_turn`, yielding events as they come; ``TurnDone`` comes last.
+
+        The turn is committed only when the stream finishes: a stream abandoned mid-way
+        (``break``, ``aclose()``, cancellation) leaves the session exactly as it was.
+        """
+        return self._turn(text, stream=True)
+
+    async def _turn(self, text: str, *, stream: bool) -> AsyncIterator[TurnEvent]:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("a turn needs non-empty text", session_id=self.session_id)
+        async with self._lock:
+            draft = TurnDraft(
+                slot=self.current_slot.copy(),
+                cost=self.cost_tracker.model_copy(deep=True),
+            )
+            async for event in run_turn(self.agent, draft, text, stream=stream):
+                yield event
+            result = self._commit_turn(draft)
+            await self._after_turn(result)
+        if result.status == "max_tool_rounds":
+            raise MaxToolRoundsError(
+                f"the model was still calling tools after {self.agent.max_tool_rounds} rounds; "
+                "raise Agent.max_tool_rounds or check the tools' results",
+                session_id=self.session_id,
+                partial=result,
+            )
+        yield TurnDone(result=result)
+
+    def _commit_turn(self, draft: TurnDraft) -> TurnResult:
+        turn_index = self.turn_index + 1
+        slot = draft.slot
+        self.store.commit(
+            self._record(turn_index=turn_index, spend=draft.cost.by_model),
+            messages=draft.new_messages,
+            links=draft.links,
+            slots=[slot.to_record(self.session_id)],
+        )
+        # Written: now the live state may change.
+        self.slots[slot.slot_id] = slot
+        self.turn_index = turn_index
+        self.cost_tracker = draft.cost
+        return TurnResult(
+            session_id=self.session_id,
+            slot_id=slot.slot_id,
+            turn_index=turn_index,
+            reply=draft.reply,
+            tool_calls=draft.tool_calls,
+            tool_results=draft.tool_results,
+            messages=draft.new_messages,
+            usage=draft.usage,
+            cost=draft.cost_delta,
+            status=draft.status,
+        )
+
+    async def _after_turn(self, result: TurnResult) -> None:
+        config = self.agent.summary_config
+        if config is not None:
+            tokens = estimate_messages_tokens(self.current_slot.messages)
+            if config.is_due(tokens, self.turn_index, self.last_summary_turn):
+                try:
+                    await self._summarize(config, self.current_slot_id)
+                except Exception:
+                    logger.warning(
+                        "automatic summary failed in session %s", self.session_id, exc_info=True
+                    )
+        for hook in [*self.bundle.hooks, *self.hooks]:
+            try:
+                outcome = hook(self, result)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("turn-end hook %r failed in session %s", hook, self.session_id)
+
+    def add_turn_end_hook(self, hook: TurnHook) -> None:
+        """Run ``hook(session, result)`` (sync or async) after every turn of this session."""
+        self.hooks.append(hook)
+
+    # -- summaries --------------------------------------------------------------------------
+
+    async def summarize(self, slot_id: str | None = None) -> str:
+        """Summarize a slot now, whatever the watermark says; return the summary.
+
+        The summary becomes the slot's summary override (the slot switches to Focused mode)
+        and the memory entry ``conversation_summary``.
+        """
+        config = self.agent.summary_config or SummaryConfig()
+        async with self._lock:
+            return await self._summarize(config, slot_id or self.current_slot_id)
+
+    async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
+        slot = self.slot(slot_id)
+        model = config.summary_model or self.agent.model
+        response = await request_summary(model, config, slot.messages, slot.summary_override)
+        text = (response.message.content or "").strip()
+        if not text:
+            raise InvalidInputError(
+                "the model returned an empty summary", session_id=self.session_id
+            )
+        draft, cost = slot.copy(), self.cost_tracker.model_copy(deep=True)
+        draft.summary_override, draft.mode = text, SlotMode.Focused
+        cost.record(response.model, response.usage)
+        self.store.commit(
+            self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
+            slots=[draft.to_record(self.session_id)],
+        )
+        self.slots[slot_id], self.cost_tracker = draft, cost
+        self.last_summary_turn = self.turn_index
+        self.session_memory.set(
+            SUMMARY_KEY,
+            text,
+            {"turn_index": self.turn_index, "slot_id": slot_id, "messages": len(slot.messages)},
+        )
+        return text
+
+    # -- slots ------------------------------------------------------------------------------
+
+    async def fork_slot(
+        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
+    ) -> ContextSlot:
+        """Fork a slot (the current one by default) into a new slot ``child_id``.
+
+        Args:
+            child_id: The new slot's name.
+            from_slot: The slot to fork; the current slot by default.
+            switch: Make the new slot current.
+
+        Raises:
+            InvalidInputError: ``child_id`` is malformed or already used.
+            SlotNotFoundError: ``from_slot`` does not exist.
+        """
+        async with self._lock:
+            validate_slot_id(child_id)
+            if child_id in self.slots:
+                raise InvalidInputError(
+                    f"slot {child_id!r} exists already; pick another name",
+                    session_id=self.session_id,
+                    slot_id=child_id,
+                )
+            child = self.slot(from_slot or self.current_slot_id).fork(child_id)
+            current = child_id if switch else self.current_slot_id
+            self.store.commit(
+                self._record(current_slot_id=current), slots=[child.to_record(self.session_id)]
+            )
+            self.slots[child_id] = child
+            self.current_slot_id = current
+            return child
+
+    async def switch_slot(self, slot_id: str) -> ContextSlot:
+        """Make ``slot_id`` the current slot. Raises ``SlotNotFoundError`` if it is unknown."""
+        async with self._lock:
+            slot = self.slot(slot_id)
+            self.store.commit(self._record(current_slot_id=slot_id))
+            self.current_slot_id = slot_id
+            return slot
+
+    def merge_preview(
+        self,
+        child_id: str,
+        *,
+        into: str | None = None,
+        strategy: MergeStrategy | str = MergeStrategy.Append,
+    ) -> MergePreview:
+        """Describe what :meth:`merge_slot` would do, changing nothing."""
+        child, target = self._merge_pair(child_id, into)
+        strategy = MergeStrategy(strategy)
+        before = len(target.messages)
+        if strategy is MergeStrategy.Replace:
+            incoming, after = list(child.messages), len(child.messages)
+        elif strategy is MergeStrategy.Append:
+            incoming = child.new_messages()
+            after = before + len(incoming)
+        else:
+            incoming, after = child.new_messages(), before + 1
+        return MergePreview(child.slot_id, target.slot_id, strategy, before, incoming, after)
+
+    def _merge_pair(self, child_id: str, into: str | None) -> tuple[ContextSlot, ContextSlot]:
+        child = self.slot(child_id)
+        target = self.slot(into or child.parent_slot_id or self.current_slot_id)
+        if target.slot_id == child.slot_id:
+            raise InvalidInputError(
+                "cannot merge a slot into itself", session_id=self.session_id, slot_id=child_id
+            )
+        return child, target
+
+    async def merge_slot(
+        self,
+        child_id: str,
+        *,
+        into: str | None = None,
+        strategy: MergeStrategy | str = MergeStrategy.Append,
+    ) -> ContextSlot:
+        """Merge slot ``child_id`` into ``into`` (its parent slot by default).
+
+        Summarize asks the model (the summary model if configured) to condense the child's
+        new messages into one assistant message. Returns the updated target slot.
+
+        Raises:
+            SlotNotFoundError: Either slot is unknown.
+            InvalidInputError: Merging a slot into itself, or an unknown strategy.
+        """
+        strategy = MergeStrategy(strategy)
+        async with self._lock:
+            child, target = (s.copy() for s in self._merge_pair(child_id, into))
+            summary: Message | None = None
+            cost = self.cost_tracker.model_copy(deep=True)
+            if strategy is MergeStrategy.Summarize:
+                config = self.agent.summary_config or SummaryConfig()
+                model = config.summary_model or self.agent.model
+                response = await request_summary(
+                    model, config, child.new_messages(), prompt=MERGE_SUMMARY_PROMPT
+                )
+                cost.record(response.model, response.usage)
+                summary = AssistantMessage(
+                    content=f"[Summary of slot {child.slot_id!r}] {response.message.content or ''}",
+                    metadata={"merged_from": child.slot_id, "strategy": strategy.value},
+                )
+            links = target.merge(child, strategy, summary=summary)
+            self.store.commit(
+                self._record(spend=cost.by_model),
+                messages=[summary] if summary is not None else [],
+                links=links,
+                slots=[target.to_record(self.session_id), child.to_record(self.session_id)],
+            )
+            self.slots[target.slot_id], self.slots[child.slot_id] = target, child
+            self.cost_tracker = cost
+            return target
+
+    # -- sync twins -------------------------------------------------------------------------
+
+    def submit_turn_sync(self, text: str) -> TurnResult:
+        """Blocking twin of :meth:`submit_turn`."""
+        return run_sync(self.submit_turn(text))
+
+    def submit_turn_stream_sync(self, text: str) -> Iterator[TurnEvent]:
+        """Blocking twin of :meth:`submit_turn_stream` (a plain iterator of events)."""
+        return iterate_sync(self.submit_turn_stream(text))
+
+    def summarize_sync(self, slot_id: str | None = None) -> str:
+        """Blocking twin of :meth:`summarize`."""
+        return run_sync(self.summarize(slot_id))
+
+    def fork_slot_sync(
+        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
+    ) -> ContextSlot:
+        """Blocking twin of :meth:`fork_slot`."""
+        return run_sync(self.fork_slot(child_id, from_slot=from_slot, switch=switch))
+
+    def switch_slot_sync(self, slot_id: str) -> ContextSlot:
+        """Blocking twin of :meth:`switch_slot`."""
+        return run_sync(self.switch_slot(slot_id))
+
+    def merge_slot_sync(
+        self,
+        child_id: str,
+        *,
+        into: str | None = None,
+        strategy: MergeStrategy | str = MergeStrategy.Append,
+    ) -> ContextSlot:
+        """Blocking twin of :meth:`merge_slot`."""
+        return run_sync(self.merge_slot(child_id, into=into, strategy=strategy))

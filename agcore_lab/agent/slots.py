@@ -1,0 +1,237 @@
+"""Context slots: named message histories that fork and merge.
+
+A session has one or more slots; turns go to the *current* one. ``fork`` copies a slot's history
+into a new slot that remembers its parent and fork point; ``merge`` brings a slot's work back:
+
+- ``MergeStrategy.Append`` — the child's messages after the fork point (or after its last
+  merge) are appended to the target;
+- ``MergeStrategy.Replace`` — the child's whole history replaces the target's;
+- ``MergeStrategy.Summarize`` — the model condenses the child's new messages into one message
+  that is appended to the target (the session asks the model; see ``AgentSession.merge_slot``).
+
+A slot builds the model's context in one of two modes: ``SlotMode.Full`` (every message) or
+``SlotMode.Focused`` (the summary override, pinned messages, and a recent window).
+
+Storage (see DESIGN.md): messages are never copied. Each slot keeps ``head_node_id``, the node at
+the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.ids import new_id, utcnow
+from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
+from agcore_lab.store.base import LinkRecord, SlotRecord
+
+__all__ = ["ContextSlot", "MergeStrategy", "SlotMode", "build_context", "validate_slot_id"]
+
+_SLOT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+SUMMARY_HEADER = "Summary of the earlier conversation:\n"
+
+
+class SlotMode(StrEnum):
+    """How a slot builds the model's context."""
+
+    Full = "full"
+    Focused = "focused"
+
+
+class MergeStrategy(StrEnum):
+    """How :meth:`ContextSlot.merge` brings a child slot's work into its target."""
+
+    Append = "append"
+    Replace = "replace"
+    Summarize = "summarize"
+
+
+def validate_slot_id(slot_id: str) -> str:
+    """Return ``slot_id`` if it is 1-64 letters, digits, ``_ . : -``; raise otherwise."""
+    if not isinstance(slot_id, str) or not _SLOT_ID.match(slot_id):
+        raise InvalidInputError(
+            f"slot id {slot_id!r} must be 1-64 letters, digits, '_', '.', ':' or '-'",
+            slot_id=slot_id,
+        )
+    return slot_id
+
+
+@dataclass
+class ContextSlot:
+    """One message history in a session.
+
+    Attributes:
+        slot_id: The slot's name, unique in its session.
+        messages: The history, oldest first (the system prompt is not part of it).
+        mode: ``SlotMode.Full`` or ``SlotMode.Focused``.
+        summary_override: In Focused mode, stands for the messages before the recent window.
+        pinned_ids: Ids of messages that Focused mode always keeps.
+        recent_window: How many recent messages Focused mode keeps.
+        parent_slot_id: The slot this one was forked from.
+        fork_point: How many of the parent's messages this slot shares.
+        merge_base: Messages before this index were already merged (starts at ``fork_point``).
+        head_node_id: The stored chain node at the end of the history.
+    """
+
+    slot_id: str
+    messages: list[Message] = field(default_factory=list)
+    mode: SlotMode = SlotMode.Full
+    summary_override: str | None = None
+    pinned_ids: list[str] = field(default_factory=list)
+    recent_window: int = 20
+    parent_slot_id: str | None = None
+    fork_point: int = 0
+    merge_base: int = 0
+    head_node_id: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+
+    def __post_init__(self) -> None:
+        validate_slot_id(self.slot_id)
+        if self.recent_window < 1:
+            raise InvalidInputError("recent_window must be at least 1", slot_id=self.slot_id)
+
+    def __repr__(self) -> str:
+        parent = (
+            f", parent={self.parent_slot_id!r}@{self.fork_point}" if self.parent_slot_id else ""
+        )
+        return (
+            f"ContextSlot({self.slot_id!r}, {len(self.messages)} messages, "
+            f"mode={self.mode.value}{parent})"
+        )
+
+    def copy(self) -> ContextSlot:
+        """A working copy: same messages (shared, they are immutable), own lists."""
+        return replace(self, messages=list(self.messages), pinned_ids=list(self.pinned_ids))
+
+    def extend(self, messages: list[Message]) -> list[LinkRecord]:
+        """Append messages; return the chain links that record them."""
+        links = []
+        for message in messages:
+            link = LinkRecord(
+                node_id=new_id("node"),
+                parent_node_id=self.head_node_id,
+                message_id=message.id,
+                depth=len(self.messages),
+            )
+            self.messages.append(message)
+            self.head_node_id = link.node_id
+            links.append(link)
+        return links
+
+    def fork(self, child_id: str) -> ContextSlot:
+        """A new slot with this slot's history, remembering this slot and the fork point."""
+        return ContextSlot(
+            slot_id=validate_slot_id(child_id),
+            messages=list(self.messages),
+            mode=self.mode,
+            summary_override=self.summary_override,
+            pinned_ids=list(self.pinned_ids),
+            recent_window=self.recent_window,
+            parent_slot_id=self.slot_id,
+            fork_point=len(self.messages),
+            merge_base=len(self.messages),
+            head_node_id=self.head_node_id,
+        )
+
+    def new_messages(self) -> list[Message]:
+        """The messages a merge would bring: those after ``merge_base``."""
+        return self.messages[self.merge_base :]
+
+    def merge(
+        self,
+        child: ContextSlot,
+        strategy: MergeStrategy | str = MergeStrategy.Append,
+        *,
+        summary: Message | None = None,
+    ) -> list[LinkRecord]:
+        """Bring ``child``'s work into this slot; return the new chain links.
+
+        Args:
+            child: The slot to merge from (usually forked from this one).
+            strategy: Append, Replace or Summarize.
+            summary: For Summarize, the condensed message to append (the session makes it).
+
+        Raises:
+            InvalidInputError: Merging a slot into itself, an unknown strategy, or Summarize
+                without a summary message.
+        """
+        strategy = MergeStrategy(strategy)
+        if child is self or child.slot_id == self.slot_id:
+            raise InvalidInputError("cannot merge a slot into itself", slot_id=self.slot_id)
+        if strategy is MergeStrategy.Append:
+            links = self.extend(child.new_messages())
+        elif strategy is MergeStrategy.Replace:
+            self.messages = list(child.messages)
+            self.head_node_id = child.head_node_id
+            links = []
+        else:
+            if summary is None:
+                raise InvalidInputError(
+                    "a Summarize merge needs the summary message", slot_id=child.slot_id
+                )
+            links = self.extend([summary])
+        child.merge_base = len(child.messages)
+        return links
+
+    def to_record(self, session_id: str) -> SlotRecord:
+        """The stored form of this slot."""
+        return SlotRecord(
+            session_id=session_id,
+            slot_id=self.slot_id,
+            parent_slot_id=self.parent_slot_id,
+            fork_point=self.fork_point,
+            merge_base=self.merge_base,
+            mode=self.mode.value,
+            head_node_id=self.head_node_id,
+            summary_override=self.summary_override,
+            pinned_ids=list(self.pinned_ids),
+            recent_window=self.recent_window,
+            created_at=self.created_at,
+            updated_at=utcnow(),
+        )
+
+    @classmethod
+    def from_record(cls, record: SlotRecord, messages: list[Message]) -> ContextSlot:
+        """Rebuild a slot from its record and its loaded chain."""
+        return cls(
+            slot_id=record.slot_id,
+            messages=messages,
+            mode=SlotMode(record.mode),
+            summary_override=record.summary_override,
+            pinned_ids=list(record.pinned_ids),
+            recent_window=record.recent_window,
+            parent_slot_id=record.parent_slot_id,
+            fork_point=record.fork_point,
+            merge_base=record.merge_base,
+            head_node_id=record.head_node_id,
+            created_at=record.created_at,
+        )
+
+
+def _window_start(messages: list[Message], window: int) -> int:
+    start = max(0, len(messages) - window)
+    # Never start on a tool result: its assistant tool call must come with it.
+    while start > 0 and isinstance(messages[start], ToolMessage):
+        start -= 1
+    return start
+
+
+def build_context(slot: ContextSlot, system_prompt: str = "") -> list[Message]:
+    """The messages to send to the model for ``slot``.
+
+    Full: the system prompt and every message. Focused: the system prompt, the summary
+    override (as a system message), pinned messages older than the window, then the window
+    (widened so it never starts with an orphaned tool result).
+    """
+    head: list[Message] = [SystemMessage(content=system_prompt)] if system_prompt else []
+    if slot.mode is SlotMode.Full:
+        return head + slot.messages
+    start = _window_start(slot.messages, slot.recent_window)
+    if slot.summary_override:
+        head.append(SystemMessage(content=SUMMARY_HEADER + slot.summary_override))
+    pinned = set(slot.pinned_ids)
+    older = [m for m in slot.messages[:start] if m.id in pinned]
+    return head + older + slot.messages[start:]

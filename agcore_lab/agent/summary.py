@@ -1,0 +1,147 @@
+"""Automatic conversation summaries.
+
+After a turn, when the current slot's history passes the watermark
+(``trigger_token_ratio * max_context_tokens`` estimated tokens) and the debounce allows it
+(at least ``debounce_turns`` turns since the last summary; the first summary is always allowed),
+the model writes a summary. It becomes the slot's summary override (the slot switches to
+Focused mode, so later turns send the summary plus the recent window) and the session-memory
+entry ``conversation_summary``.
+
+The transcript given to the model renders each message as a line of text; tool results are cut
+to ``max_tool_result_chars``, and the whole transcript to ``max_transcript_chars`` (30,000 by
+default), keeping the most recent part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agcore_lab.llm.base import ChatModel, ChatResponse
+from agcore_lab.llm.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "MERGE_SUMMARY_PROMPT",
+    "SummaryConfig",
+    "render_transcript",
+    "request_summary",
+]
+
+DEFAULT_SUMMARY_PROMPT = (
+    "You are summarizing a conversation between a user and an AI assistant so the assistant "
+    "can continue it with less context. Keep facts, decisions, names, numbers, tool results "
+    "that matter and open questions. Write plain prose, at most 200 words."
+)
+MERGE_SUMMARY_PROMPT = (
+    "Condense the work done in this side branch of a conversation into one message for the "
+    "main conversation: what was tried, what was found, what was decided. Plain prose, at most "
+    "150 words."
+)
+CUT_MARK = "[... earlier conversation cut ...]\n"
+
+
+class SummaryConfig(BaseModel):
+    """When and how a session summarizes its conversation.
+
+    Attributes:
+        trigger_token_ratio: Summarize when history tokens pass this share of the budget.
+        max_context_tokens: The model's context budget in (estimated) tokens.
+        summary_prompt: The system prompt for the summarizing call.
+        debounce_turns: At least this many turns between two summaries.
+        summary_model: The model that summarizes; ``None`` means the agent's own model.
+        max_tool_result_chars: Tool results are cut to this in the transcript.
+        max_transcript_chars: The whole transcript is cut to this, keeping the most recent.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    trigger_token_ratio: float = Field(default=0.75, gt=0, le=1)
+    max_context_tokens: int = Field(default=32_000, gt=0)
+    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    debounce_turns: int = Field(default=3, ge=0)
+    summary_model: Any = None
+    max_tool_result_chars: int = Field(default=500, ge=0)
+    max_transcript_chars: int = Field(default=30_000, gt=0)
+
+    @property
+    def watermark(self) -> int:
+        """The token count that triggers a summary."""
+        return int(self.trigger_token_ratio * self.max_context_tokens)
+
+    def is_due(self, tokens: int, turn_index: int, last_summary_turn: int | None) -> bool:
+        """Whether a summary should be written now."""
+        if tokens < self.watermark:
+            return False
+        return last_summary_turn is None or turn_index - last_summary_turn >= self.debounce_turns
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
+
+
+def render_transcript(
+    messages: Sequence[Message], *, max_tool_result_chars: int = 500, max_chars: int = 30_000
+) -> str:
+    """Render messages as text lines for a summary prompt (most recent kept when cut)."""
+    lines: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            label = f"tool {message.name}" if message.name else "tool"
+            lines.append(f"{label}: {_cut(message.content, max_tool_result_chars)}")
+        elif isinstance(message, AssistantMessage):
+            if message.content:
+                lines.append(f"assistant: {message.content}")
+            for call in message.tool_calls:
+                lines.append(f"assistant called {call.name}({json.dumps(call.arguments)})")
+        elif isinstance(message, UserMessage | SystemMessage):
+            lines.append(f"{message.role}: {message.content}")
+    text = "\n".join(lines)
+    if len(text) <= max_chars:
+        return text
+    tail = text[len(text) - (max_chars - len(CUT_MARK)) :]
+    # Start at a line boundary when one is near, so no line is shown half-cut.
+    newline = tail.find("\n")
+    if 0 <= newline < 200:
+        tail = tail[newline + 1 :]
+    return CUT_MARK + tail
+
+
+async def request_summary(
+    model: ChatModel,
+    config: SummaryConfig,
+    messages: Sequence[Message],
+    previous_summary: str | None = None,
+    *,
+    prompt: str | None = None,
+) -> ChatResponse:
+    """Ask ``model`` to summarize ``messages``; return its response (text and usage).
+
+    Args:
+        model: The summarizing model.
+        config: Limits for the transcript, and the default prompt.
+        messages: The conversation to summarize.
+        previous_summary: An earlier summary the new one should build on.
+        prompt: A system prompt other than ``config.summary_prompt``.
+    """
+    transcript = render_transcript(
+        messages,
+        max_tool_result_chars=config.max_tool_result_chars,
+        max_chars=config.max_transcript_chars,
+    )
+    if previous_summary:
+        transcript = f"Previous summary: {previous_summary}\n\nConversation:\n{transcript}"
+    request: list[Message] = [
+        SystemMessage(content=prompt or config.summary_prompt),
+        UserMessage(content=transcript),
+    ]
+    return await model.complete(request)

@@ -1,0 +1,109 @@
+"""The tool loop of one turn, run on a draft that the session commits only when it ends.
+
+The loop: send the slot's context to the model; if the answer has tool calls, run them (each
+failure becomes a tool-error message the model sees) and ask again; stop at an answer without
+tool calls, or when ``max_tool_rounds`` rounds of tool calls were made (the unanswered calls
+then get "not executed" tool messages, so the history stays valid for any chat API).
+
+Nothing here touches the live session or the store: everything lands in a :class:`TurnDraft`.
+A model error, a cancelled task or an abandoned stream therefore leaves the session as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
+from agcore_lab.agent.slots import ContextSlot, build_context
+from agcore_lab.errors import ModelProtocolError
+from agcore_lab.llm.base import ChatResponse, ResponseDone
+from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from agcore_lab.llm.tools import run_tool_call
+from agcore_lab.llm.usage import CostTracker, Usage
+from agcore_lab.store.base import LinkRecord
+
+__all__ = ["TurnDraft", "run_turn"]
+
+
+@dataclass
+class TurnDraft:
+    """The pending state of a turn: working copies of the slot and cost, and what was added."""
+
+    slot: ContextSlot
+    cost: CostTracker
+    new_messages: list[Message] = field(default_factory=list)
+    links: list[LinkRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost_delta: float = 0.0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_results: list[ToolMessage] = field(default_factory=list)
+    reply: str = ""
+    status: Literal["completed", "max_tool_rounds"] = "completed"
+
+    def add(self, message: Message) -> None:
+        self.new_messages.append(message)
+        self.links.extend(self.slot.extend([message]))
+
+    def record(self, response: ChatResponse) -> None:
+        self.usage = self.usage + response.usage
+        self.cost_delta += self.cost.record(response.model, response.usage)
+
+
+async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
+    context = build_context(draft.slot, agent.system_prompt)
+    tools = agent.tool_specs
+    if not stream:
+        response = await agent.model.complete(context, tools=tools)
+    else:
+        response = None
+        async for event in agent.model.stream(context, tools=tools):
+            if isinstance(event, ResponseDone):
+                response = event.response
+            else:
+                yield event
+        if response is None:
+            raise ModelProtocolError("the model's stream ended without a final response")
+    draft.record(response)
+    draft.add(response.message)
+
+
+async def run_turn(
+    agent: Agent, draft: TurnDraft, text: str, *, stream: bool = False
+) -> AsyncIterator[TurnEvent]:
+    """Run one turn's tool loop into ``draft``, yielding stream and tool events."""
+    draft.add(UserMessage(content=text))
+    rounds = 0
+    while True:
+        async for event in _ask(agent, draft, stream):
+            yield event
+        answer = draft.new_messages[-1]
+        assert isinstance(answer, AssistantMessage)
+        if not answer.tool_calls:
+            draft.reply = answer.content or ""
+            return
+        draft.tool_calls.extend(answer.tool_calls)
+        if rounds >= agent.max_tool_rounds:
+            for call in answer.tool_calls:
+                note = ToolMessage(
+                    content=(
+                        f"Error: not executed; the turn reached max_tool_rounds "
+                        f"({agent.max_tool_rounds})."
+                    ),
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=True,
+                )
+                draft.add(note)
+                draft.tool_results.append(note)
+            draft.status = "max_tool_rounds"
+            return
+        rounds += 1
+        for call in answer.tool_calls:
+            yield ToolCallStarted(call=call)
+            outcome = await run_tool_call(call, agent.tool_map)
+            draft.add(outcome.message)
+            draft.tool_results.append(outcome.message)
+            yield ToolResultReady(message=outcome.message)

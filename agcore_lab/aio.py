@@ -1,0 +1,142 @@
+"""The single bridge from synchronous code to the async engine.
+
+Every ``*_sync`` twin in agcore_lab is one line that calls :func:`run_sync`, and every widget
+callback submits its engine call with :func:`submit`. Both run the coroutine on one daemon
+background event-loop thread, started on first use.
+
+Why one background loop, even in a plain script: the engine keeps objects that belong to the
+loop they were first used on (``httpx.AsyncClient`` connection pools, ``asyncio`` locks and
+queues). ``asyncio.run`` per call would give each call a new loop and break them on the second
+call; one long-lived loop keeps them valid and keeps HTTP connections alive between turns. It
+also works unchanged inside Jupyter, where the kernel's own loop is already running and
+``asyncio.run`` raises.
+
+Calling a ``*_sync`` method from the bridge's own thread (from a coroutine or callback already
+running on it) would deadlock, so it raises :class:`~agcore_lab.errors.AsyncBridgeError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import threading
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+from agcore_lab.errors import AsyncBridgeError
+
+__all__ = ["bridge_loop", "iterate_sync", "run_sync", "submit"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+
+def bridge_loop() -> asyncio.AbstractEventLoop:
+    """Return the background event loop, starting its daemon thread on first use."""
+    global _loop, _thread
+    with _lock:
+        if _loop is not None and _thread is not None and _thread.is_alive():
+            return _loop
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def _serve() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        thread = threading.Thread(target=_serve, name="agcore-lab-loop", daemon=True)
+        thread.start()
+        ready.wait()
+        _loop, _thread = loop, thread
+        return loop
+
+
+def _in_bridge_thread() -> bool:
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Schedule ``coro`` on the background loop and return at once.
+
+    For widget callbacks, which must not block: attach ``add_done_callback`` to the returned
+    future to update the view (setting widget traits from that callback is safe).
+    """
+    return asyncio.run_coroutine_threadsafe(coro, bridge_loop())
+
+
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the background loop and wait for its result.
+
+    Works in a plain script, in a thread, and in a Jupyter cell (where a loop is already
+    running). Interrupting the wait (Ctrl-C) cancels the coroutine.
+
+    Args:
+        coro: The coroutine to run.
+        timeout: Seconds to wait before cancelling it and raising ``TimeoutError``.
+
+    Raises:
+        AsyncBridgeError: Called from the background loop's own thread.
+    """
+    if _in_bridge_thread():
+        coro.close()
+        raise AsyncBridgeError(
+            "a *_sync method was called from agcore_lab's event-loop thread; "
+            "await the async method instead"
+        )
+    future = submit(coro)
+    try:
+        return future.result(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+
+
+def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator from synchronous code, one item at a time.
+
+    Closing the returned generator early (``break``) closes the async iterator on the loop,
+    so the engine sees an abandoned stream exactly as it would in async code.
+    """
+    if _in_bridge_thread():
+        raise AsyncBridgeError(
+            "a *_sync stream was iterated on agcore_lab's event-loop thread; "
+            "use 'async for' on the async method instead"
+        )
+    sentinel = object()
+
+    async def _next() -> Any:
+        try:
+            return await agen.__anext__()
+        except StopAsyncIteration:
+            return sentinel
+
+    finished = False
+    try:
+        while True:
+            item = run_sync(_next())
+            if item is sentinel:
+                finished = True
+                return
+            yield item
+    finally:
+        aclose = getattr(agen, "aclose", None)
+        if not finished and aclose is not None:
+            run_sync(_await(aclose()))
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _shutdown() -> None:
+    loop = _loop
+    if loop is not None and loop.is_running():
+        loop.call_soon_threadsafe(loop.stop)
+
+
+atexit.register(_shutdown)

@@ -1,0 +1,216 @@
+"""Errors raised by agcore_lab.
+
+Every error derives from :class:`AgcoreError`, carries the context it was raised in, and says
+what to do next. Errors a web service would map to an HTTP status expose ``to_problem()``, an
+RFC 7807 problem-details dict.
+
+The tree::
+
+    AgcoreError
+    ├── UserError                      a usage mistake by the application developer
+    │   ├── InvalidInputError (ValueError)        bad argument or value
+    │   ├── ConfigurationError                    inconsistent settings
+    │   └── AsyncBridgeError (RuntimeError)       a *_sync twin called from the bridge's own loop
+    ├── ProblemError                   has an HTTP meaning and ``to_problem()``
+    │   ├── NotFoundError (KeyError)   404: session, slot, run, checkpoint, agent
+    │   │   ├── SessionNotFoundError
+    │   │   └── SlotNotFoundError
+    │   ├── ConflictError              409: run/interrupt mismatch, already resolved
+    │   ├── GoneError                  410: expired
+    │   └── UnprocessableError         422: invalid or wrong-version snapshot
+    ├── AgentRunError                  a turn could not finish
+    │   └── MaxToolRoundsError         the model kept calling tools past ``max_tool_rounds``
+    ├── ModelError                     the model backend failed
+    │   ├── ModelHTTPError             non-2xx answer (status and body excerpt)
+    │   ├── ModelTimeoutError          no answer in time
+    │   ├── ModelConnectionError       could not connect
+    │   └── ModelProtocolError         an answer that breaks the wire format
+    └── StorageError                   the store failed (driver errors wrapped, never leaked)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "AgcoreError",
+    "AgentRunError",
+    "AsyncBridgeError",
+    "ConfigurationError",
+    "ConflictError",
+    "GoneError",
+    "InvalidInputError",
+    "MaxToolRoundsError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelProtocolError",
+    "ModelTimeoutError",
+    "NotFoundError",
+    "ProblemError",
+    "SessionNotFoundError",
+    "SlotNotFoundError",
+    "StorageError",
+    "UnprocessableError",
+    "UserError",
+]
+
+
+class AgcoreError(Exception):
+    """Root of every error agcore_lab raises.
+
+    Keyword arguments given to the constructor are kept in ``context`` and shown in ``str()``,
+    so an error always names the session, slot or checkpoint it is about.
+    """
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context: dict[str, Any] = {k: v for k, v in context.items() if v is not None}
+        for key, value in self.context.items():
+            setattr(self, key, value)
+
+    def __str__(self) -> str:
+        if not self.context:
+            return self.message
+        details = ", ".join(f"{k}={v!r}" for k, v in self.context.items())
+        return f"{self.message} ({details})"
+
+
+class UserError(AgcoreError):
+    """A usage mistake by the application developer: fix the call, then try again."""
+
+
+class InvalidInputError(UserError, ValueError):
+    """An argument or value is not acceptable; the message says which and why."""
+
+
+class ConfigurationError(UserError):
+    """Settings that cannot work together."""
+
+
+class AsyncBridgeError(UserError, RuntimeError):
+    """A ``*_sync`` method was called from the bridge's own event-loop thread.
+
+    Inside a coroutine or a callback running on that loop, ``await`` the async method instead.
+    """
+
+
+class ProblemError(AgcoreError):
+    """An error with an HTTP meaning; ``to_problem()`` gives RFC 7807 problem details."""
+
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+    slug: ClassVar[str] = "internal-error"
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        """Return the RFC 7807 problem-details object for this error.
+
+        Args:
+            instance: A URI naming this occurrence; defaults to the first id in the context.
+        """
+        if instance is None:
+            ids = [str(v) for k, v in self.context.items() if k.endswith("_id")]
+            instance = ids[0] if ids else None
+        problem: dict[str, Any] = {
+            "type": f"https://agcore-lab.dev/problems/{self.slug}",
+            "title": self.title,
+            "status": self.status,
+            "detail": str(self),
+        }
+        if instance is not None:
+            problem["instance"] = instance
+        return problem
+
+
+class NotFoundError(ProblemError, KeyError):
+    """404: the thing named does not exist (or no longer does)."""
+
+    status = 404
+    title = "Not found"
+    slug = "not-found"
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return AgcoreError.__str__(self)
+
+
+class SessionNotFoundError(NotFoundError):
+    """404: no session with that id in this manager or store."""
+
+
+class SlotNotFoundError(NotFoundError):
+    """404: no context slot with that id in the session."""
+
+
+class ConflictError(ProblemError):
+    """409: the request conflicts with the current state (already resolved, wrong run)."""
+
+    status = 409
+    title = "Conflict"
+    slug = "conflict"
+
+
+class GoneError(ProblemError):
+    """410: the thing existed but has expired."""
+
+    status = 410
+    title = "Gone"
+    slug = "gone"
+
+
+class UnprocessableError(ProblemError):
+    """422: well-formed but unusable input, such as a snapshot of the wrong version."""
+
+    status = 422
+    title = "Unprocessable entity"
+    slug = "unprocessable-entity"
+
+
+class AgentRunError(AgcoreError):
+    """A turn could not finish."""
+
+
+class MaxToolRoundsError(AgentRunError):
+    """The model kept calling tools past ``Agent.max_tool_rounds``.
+
+    The messages of the turn so far are kept in the session; ``partial`` holds the turn result
+    up to the point where it stopped.
+    """
+
+    def __init__(self, message: str, *, partial: Any = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.partial = partial
+
+
+class ModelError(AgcoreError):
+    """The model backend failed."""
+
+
+class ModelHTTPError(ModelError):
+    """The model endpoint answered with a non-success status.
+
+    Attributes:
+        status_code: The HTTP status.
+        body: The first 500 characters of the response body.
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: str, **context: Any) -> None:
+        super().__init__(message, status_code=status_code, body=body[:500], **context)
+        self.status_code = status_code
+        self.body = body[:500]
+
+
+class ModelTimeoutError(ModelError):
+    """The model endpoint did not answer in time."""
+
+
+class ModelConnectionError(ModelError):
+    """The model endpoint could not be reached."""
+
+
+class ModelProtocolError(ModelError):
+    """The model endpoint answered with something that breaks the wire format."""
+
+
+class StorageError(AgcoreError):
+    """The store failed; the underlying driver error is the ``__cause__``."""

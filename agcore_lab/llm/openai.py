@@ -1,0 +1,554 @@
+"""``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint over HTTP.
+
+Works with OpenAI itself and with local servers that speak the same wire format, such as
+Ollama (``http://localhost:11434/v1``) and vLLM (``http://localhost:8000/v1``). Requests go
+through ``httpx.AsyncClient``; transient failures (HTTP 429/500/502/503/504, refused or timed-out
+connections) are retried with exponential backoff, honouring ``Retry-After``. Every failure
+surfaces as a :class:`~agcore_lab.errors.ModelError` subclass, and the API key never appears in
+``repr()``, log records or error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import os
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import JsonValue, SecretStr
+
+from agcore_lab.errors import (
+    InvalidInputError,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelProtocolError,
+    ModelTimeoutError,
+)
+from agcore_lab.llm.base import (
+    ChatResponse,
+    ModelStreamEvent,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
+from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, messages_to_openai
+from agcore_lab.llm.sse import SSEEvent, SSEParser
+from agcore_lab.llm.tokens import estimate_messages_tokens, estimate_tokens
+from agcore_lab.llm.usage import Usage
+
+__all__ = ["RETRY_STATUSES", "OpenAIChatModel"]
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_HINTS = {
+    401: " (check the API key: api_key or OPENAI_API_KEY)",
+    403: " (check the API key and its permissions)",
+    404: " (check base_url and the model name)",
+}
+
+
+class OpenAIChatModel:
+    """A :class:`~agcore_lab.llm.base.ChatModel` for OpenAI-compatible chat completions.
+
+    Safe to share between threads and event loops: the model keeps one ``httpx.AsyncClient``
+    per running event loop, created on first use, so the background loop of
+    :mod:`agcore_lab.aio` reuses its connections between calls while a coroutine of your own
+    (``asyncio.run``) gets a client of its own. Call :meth:`aclose` (or use ``async with``)
+    on your loop before it ends to close that loop's connections.
+
+    Args:
+        model: The model name sent to the server.
+        base_url: The API root, up to and including ``/v1``.
+        api_key: Sent as ``Authorization: Bearer``; defaults to ``$OPENAI_API_KEY``. When
+            there is none (or it is ``""``), no Authorization header is sent, as local
+            servers expect.
+        timeout: Seconds allowed for connecting and for each read or write.
+        max_retries: Retries after the first attempt for retryable failures.
+        backoff_base: The first retry waits this long; each further retry doubles it.
+        backoff_max: The longest wait between attempts, ``Retry-After`` included.
+        extra_headers: Headers added to every request.
+        extra_body: Fields merged into every request body (``temperature``, ``seed``...).
+        transport: An ``httpx.AsyncBaseTransport`` to use instead of the network.
+
+    Raises:
+        InvalidInputError: A setting out of range, or a ``base_url`` that is not http(s).
+
+    Example:
+        >>> model = OpenAIChatModel("gpt-4o-mini")
+        >>> ollama = OpenAIChatModel("llama3.1", base_url="http://localhost:11434/v1")
+        >>> vllm = OpenAIChatModel("Qwen/Qwen2.5-7B-Instruct", base_url="http://localhost:8000/v1")
+        >>> from agcore_lab.llm.messages import UserMessage
+        >>> response = await ollama.complete([UserMessage(content="Hi")])  # doctest: +SKIP
+        >>> response.message.content  # doctest: +SKIP
+        'Hello! How can I help?'
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, JsonValue] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidInputError(
+                f"base_url must start with http:// or https://, got {base_url!r}"
+            )
+        if timeout <= 0 or max_retries < 0 or backoff_base < 0 or backoff_max < 0:
+            raise InvalidInputError(
+                "timeout must be > 0; max_retries, backoff_base and backoff_max must be >= 0"
+            )
+        self._model = model
+        self._base_url = base_url.rstrip("/")
+        self._url = f"{self._base_url}/chat/completions"
+        try:
+            url = httpx.URL(self._url)
+        except httpx.InvalidURL as exc:
+            raise InvalidInputError(f"base_url is not a valid URL: {exc}") from exc
+        # Shown in messages and logs: no user:password@ and no query string.
+        self._display_url = f"{url.scheme}://{url.netloc.decode('ascii')}{url.path}"
+        key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
+        self._api_key = SecretStr(key) if key else None
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._extra_headers = dict(extra_headers or {})
+        self._extra_body = dict(extra_body or {})
+        self._transport = transport
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        """The model name sent to the server."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The API root requests go to."""
+        return self._base_url
+
+    def __repr__(self) -> str:
+        key = "'***'" if self._api_key is not None else "None"
+        return (
+            f"OpenAIChatModel(model={self._model!r}, "
+            f"base_url={self._display_url.removesuffix('/chat/completions')!r}, api_key={key})"
+        )
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients; the next call opens a new one.
+
+        The client of the calling loop is closed here; clients of other loops that are still
+        running are closed on their own loop; those of closed loops are dropped.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            clients, self._clients = self._clients, {}
+        for owner, client in clients.items():
+            if owner is loop:
+                await client.aclose()
+            elif owner.is_running():
+                future = asyncio.run_coroutine_threadsafe(client.aclose(), owner)
+                await asyncio.wait([asyncio.wrap_future(future)], timeout=5.0)
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> ChatResponse:
+        """Answer the conversation in one piece.
+
+        Raises:
+            ModelHTTPError: A non-2xx answer (after retries for retryable statuses).
+            ModelTimeoutError: The server did not answer within ``timeout``.
+            ModelConnectionError: The server could not be reached (after retries).
+            ModelProtocolError: An answer that breaks the wire format, including tool-call
+                arguments that are not a JSON object.
+        """
+        response = await self._send(self._body(messages, tools, stream=False), stream=False)
+        try:
+            raw = await self._read(response)
+        finally:
+            await response.aclose()
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            raise ModelProtocolError(
+                f"chat completions returned a body that is not JSON: {raw[:200]!r}"
+            ) from exc
+        choice, wire = _first_choice(payload)
+        message = AssistantMessage(
+            content=_content(wire.get("content")), tool_calls=_tool_calls(wire.get("tool_calls"))
+        )
+        return ChatResponse(
+            message=message,
+            usage=_usage(payload.get("usage")) or _estimate(messages, tools, message),
+            model=_str(payload.get("model")) or self._model,
+            finish_reason=_str(choice.get("finish_reason")),
+        )
+
+    async def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[ModelStreamEvent]:
+        """Answer the conversation as ``TextDelta`` / ``ToolCallDelta`` events, then one
+        ``ResponseDone`` with the assembled message and its usage (estimated when the server
+        sends none).
+
+        Retries happen only before the first event. Raises as :meth:`complete` does; a stream
+        cut off before ``data: [DONE]`` or carrying malformed JSON is a ``ModelProtocolError``.
+        """
+        response = await self._send(self._body(messages, tools, stream=True), stream=True)
+        state = _StreamState(model=self._model)
+        try:
+            async with aclosing(self._events(response)) as events:
+                async for event in events:
+                    for delta in state.feed(_load_chunk(event.data)):
+                        yield delta
+        finally:
+            await response.aclose()
+        yield ResponseDone(response=state.finish(messages, tools))
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            for stale in [other for other in self._clients if other.is_closed()]:
+                del self._clients[stale]  # its loop is gone, so it cannot be closed any more
+            client = self._clients.get(loop)
+            if client is None or client.is_closed:
+                headers = {"User-Agent": "agcore-lab", **self._extra_headers}
+                if self._api_key is not None:
+                    headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+                client = httpx.AsyncClient(
+                    headers=headers, timeout=self.timeout, transport=self._transport
+                )
+                self._clients[loop] = client
+            return client
+
+    def _body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = dict(self._extra_body)
+        body["model"] = self._model
+        body["messages"] = messages_to_openai(list(messages))
+        if tools:
+            body["tools"] = [tool.to_openai() for tool in tools]
+        if stream:
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
+        else:
+            body.pop("stream", None)
+            body.pop("stream_options", None)
+        return body
+
+    async def _send(self, body: dict[str, Any], *, stream: bool) -> httpx.Response:
+        """POST with retries; return a 2xx response whose body is not read yet."""
+        client = self._client()
+        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        attempt = 0
+        while True:
+            request = client.build_request("POST", self._url, json=body, headers=headers)
+            logger.debug("POST %s model=%s attempt=%d", self._display_url, self._model, attempt + 1)
+            try:
+                response = await client.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if attempt >= self.max_retries:
+                    raise ModelConnectionError(
+                        f"could not connect to {self._display_url} after {attempt + 1} "
+                        f"attempt(s): {self._describe(exc)}",
+                        model=self._model,
+                    ) from exc
+                await self._backoff(attempt, None, f"connection failed: {self._describe(exc)}")
+            except httpx.TimeoutException as exc:
+                raise self._timeout_error(exc) from exc
+            except httpx.TransportError as exc:
+                raise ModelConnectionError(
+                    f"request to {self._display_url} failed: {self._describe(exc)}",
+                    model=self._model,
+                ) from exc
+            else:
+                if response.is_success:
+                    return response
+                await self._fail_or_wait(response, attempt)
+            attempt += 1
+
+    async def _fail_or_wait(self, response: httpx.Response, attempt: int) -> None:
+        try:
+            raw = await self._read(response)
+        except ModelProtocolError:
+            raw = b""
+        finally:
+            await response.aclose()
+        text = self._redact(raw.decode("utf-8", errors="replace"))
+        status = response.status_code
+        if status in RETRY_STATUSES and attempt < self.max_retries:
+            await self._backoff(attempt, response.headers, f"HTTP {status}")
+            return
+        retried = f" after {attempt + 1} attempts" if attempt else ""
+        raise ModelHTTPError(
+            f"chat completions returned HTTP {status}{retried}: "
+            f"{_error_excerpt(text)}{_HINTS.get(status, '')}",
+            status_code=status,
+            body=text,
+            model=self._model,
+        )
+
+    async def _backoff(self, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
+        delay = min(self.backoff_max, self.backoff_base * 2.0 ** min(attempt, 60))
+        hinted = _retry_after(headers) if headers is not None else None
+        if hinted is not None:
+            delay = min(self.backoff_max, hinted)
+        logger.info(
+            "%s: %s; retry %d of %d in %.2fs",
+            self._display_url,
+            reason,
+            attempt + 1,
+            self.max_retries,
+            delay,
+        )
+        await asyncio.sleep(delay)
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        try:
+            return await response.aread()
+        except httpx.TimeoutException as exc:
+            raise self._timeout_error(exc) from exc
+        except httpx.TransportError as exc:
+            raise ModelProtocolError(
+                f"the chat completions response was cut off: {self._describe(exc)}",
+                model=self._model,
+            ) from exc
+
+    async def _events(self, response: httpx.Response) -> AsyncGenerator[SSEEvent, None]:
+        parser = SSEParser()
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(chunk):
+                    if event.is_done:
+                        return
+                    yield event
+        except httpx.TimeoutException as exc:
+            raise self._timeout_error(exc) from exc
+        except httpx.TransportError as exc:
+            raise ModelProtocolError(
+                "the chat completions stream was cut off before 'data: [DONE]': "
+                f"{self._describe(exc)}",
+                model=self._model,
+            ) from exc
+        where = "in the middle of an event" if parser.pending else "between events"
+        raise ModelProtocolError(
+            f"the chat completions stream ended {where}, without the closing 'data: [DONE]' "
+            "(the connection was closed early)",
+            model=self._model,
+        )
+
+    def _timeout_error(self, exc: httpx.TimeoutException) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"{self._display_url} did not answer within {self.timeout}s "
+            f"({type(exc).__name__}); raise timeout= for slow models",
+            model=self._model,
+        )
+
+    def _describe(self, exc: Exception) -> str:
+        return self._redact(str(exc) or type(exc).__name__)
+
+    def _redact(self, text: str) -> str:
+        if self._api_key is None:
+            return text
+        return text.replace(self._api_key.get_secret_value(), "***")
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _StreamState:
+    """What a stream has said so far, assembled into a ``ChatResponse`` at the end."""
+
+    model: str
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+    def feed(self, chunk: object) -> list[TextDelta | ToolCallDelta]:
+        if not isinstance(chunk, dict):
+            raise ModelProtocolError(f"a stream chunk is not a JSON object: {chunk!r:.200}")
+        if chunk.get("error"):
+            raise ModelError(f"the chat completions stream reported an error: {chunk['error']}")
+        self.model = _str(chunk.get("model")) or self.model
+        self.usage = _usage(chunk.get("usage")) or self.usage
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise ModelProtocolError(f"stream chunk 'choices' is not a list: {choices!r:.200}")
+        deltas: list[TextDelta | ToolCallDelta] = []
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                deltas.extend(self._feed_choice(choice))
+        return deltas
+
+    def _feed_choice(self, choice: dict[str, Any]) -> list[TextDelta | ToolCallDelta]:
+        self.finish_reason = _str(choice.get("finish_reason")) or self.finish_reason
+        delta = choice.get("delta") or {}
+        calls = (delta.get("tool_calls") or []) if isinstance(delta, dict) else None
+        if not isinstance(delta, dict) or not isinstance(calls, list):
+            raise ModelProtocolError(f"malformed stream delta: {delta!r:.200}")
+        deltas: list[TextDelta | ToolCallDelta] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self.text.append(content)
+            deltas.append(TextDelta(text=content))
+        for position, call in enumerate(calls):
+            deltas.append(self._feed_call(position, call))
+        return deltas
+
+    def _feed_call(self, position: int, call: object) -> ToolCallDelta:
+        function = (call.get("function") or {}) if isinstance(call, dict) else None
+        index = call.get("index", position) if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict) or type(index) is not int:
+            raise ModelProtocolError(f"malformed tool-call delta: {call!r:.200}")
+        arguments = function.get("arguments") or ""
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)  # some servers send an object, not its JSON text
+        partial = self.calls.setdefault(index, _PartialCall())
+        call_id, name = _str(call.get("id")), _str(function.get("name"))
+        partial.id = partial.id or call_id or ""
+        partial.name += name or ""
+        partial.arguments.append(arguments)
+        return ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments)
+
+    def finish(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatResponse:
+        wire = [
+            {"id": p.id, "function": {"name": p.name, "arguments": "".join(p.arguments) or "{}"}}
+            for _, p in sorted(self.calls.items())
+        ]
+        message = AssistantMessage(content="".join(self.text) or None, tool_calls=_tool_calls(wire))
+        return ChatResponse(
+            message=message,
+            usage=self.usage or _estimate(messages, tools, message),
+            model=self.model,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _load_chunk(data: str) -> object:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ModelProtocolError(
+            f"the chat completions stream sent a chunk that is not valid JSON: {data[:200]!r}"
+        ) from exc
+
+
+def _first_choice(payload: object) -> tuple[dict[str, Any], dict[str, Any]]:
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    wire = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or not isinstance(wire, dict):
+        raise ModelProtocolError(
+            f"chat completions returned no choices[0].message: {payload!r:.200}"
+        )
+    return choice, wire
+
+
+def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(call, dict) for call in raw):
+        raise ModelProtocolError(f"'tool_calls' is not a list of objects: {raw!r:.200}")
+    try:
+        return tuple(ToolCall.from_openai(call) for call in raw)
+    except (ValueError, TypeError, AttributeError) as exc:  # InvalidInputError, ValidationError
+        raise ModelProtocolError(f"the model sent a malformed tool call: {exc}") from exc
+
+
+def _content(raw: object) -> str | None:
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in raw if isinstance(p, dict))
+    raise ModelProtocolError(f"message content is neither text nor parts: {raw!r:.200}")
+
+
+def _usage(raw: object) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+    if type(prompt) is not int or type(completion) is not int or min(prompt, completion) < 0:
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, requests=1)
+
+
+def _estimate(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], message: AssistantMessage
+) -> Usage:
+    prompt = estimate_messages_tokens(messages)
+    prompt += sum(estimate_tokens(json.dumps(tool.to_openai())) for tool in tools)
+    completion = estimate_tokens(message.content or "")
+    for call in message.tool_calls:
+        completion += estimate_tokens(call.name) + estimate_tokens(json.dumps(call.arguments))
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, requests=1)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _error_excerpt(text: str) -> str:
+    """The server's ``error.message`` when the body is OpenAI-style JSON, else the text."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    excerpt = message if isinstance(message, str) and message else text.strip()
+    return excerpt[:200] or "(empty body)"
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``)."""
+    millis, value = headers.get("retry-after-ms"), headers.get("retry-after")
+    for raw, scale in ((millis, 0.001), (value, 1.0)):
+        try:
+            seconds = float(raw) * scale if raw is not None else math.nan
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    if value is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

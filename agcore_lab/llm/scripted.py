@@ -1,0 +1,201 @@
+"""``ScriptedModel``: the embedded offline default model.
+
+Deterministic: two runs of the same script over the same conversation give identical replies,
+tool-call ids and token counts. Every test, notebook and the demo run on it.
+
+A script is a list whose items are consumed one per model call, or one function called for every
+call. An item (or a function's return value) may be:
+
+- a ``str`` — a plain text reply;
+- a :class:`ToolCall` or a list of them — the model calls those tools (empty ids are filled
+  with ``call_0001``, ``call_0002``, … counted per model);
+- an :class:`AssistantMessage` — used as it is;
+- a callable ``(messages) -> any of the above`` (list items only).
+
+**Fallback** when the script runs out (or is empty): the reply is
+``"[scripted] " + <the last user message, first 200 characters>``, so a conversation never
+stalls and the output still depends only on the input.
+
+Usage is estimated (see :mod:`agcore_lab.llm.tokens`, CJK counted per character). ``latency``
+adds an ``asyncio.sleep`` before each answer, for benchmarks and demonstrating parallel work;
+``stream`` sends the text in chunks of ``chunk_size`` characters.
+
+Example:
+    >>> import asyncio
+    >>> from agcore_lab.llm.messages import UserMessage
+    >>> model = ScriptedModel(["hello"])
+    >>> asyncio.run(model.complete([UserMessage(content="hi")])).message.content
+    'hello'
+    >>> asyncio.run(model.complete([UserMessage(content="again")])).message.content
+    '[scripted] again'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TypeAlias
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.llm.base import (
+    ChatResponse,
+    ModelStreamEvent,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
+from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, UserMessage
+from agcore_lab.llm.tokens import estimate_messages_tokens, estimate_tokens
+from agcore_lab.llm.usage import Usage
+
+__all__ = ["FALLBACK_PREFIX", "ScriptItem", "ScriptedModel"]
+
+FALLBACK_PREFIX = "[scripted] "
+
+Reply: TypeAlias = str | ToolCall | list[ToolCall] | AssistantMessage
+ScriptItem: TypeAlias = Reply | Callable[[Sequence[Message]], Reply]
+
+
+class ScriptedModel:
+    """A deterministic offline chat model driven by a script.
+
+    Args:
+        script: A list of items consumed one per call, or a function of the messages called
+            every time. ``None`` means always the fallback reply.
+        latency: Seconds to ``asyncio.sleep`` before each answer.
+        chunk_size: Characters per text delta when streaming.
+        model_name: The name used for pricing and records.
+
+    Notes:
+        The script cursor and the tool-call counter are shared by every session using this
+        model instance (guarded by a lock, so concurrent sessions each get a distinct item).
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptItem] | Callable[[Sequence[Message]], Reply] | None = None,
+        *,
+        latency: float = 0.0,
+        chunk_size: int = 8,
+        model_name: str = "scripted",
+    ) -> None:
+        if latency < 0:
+            raise InvalidInputError(f"latency must be >= 0 seconds, got {latency}")
+        if chunk_size <= 0:
+            raise InvalidInputError(f"chunk_size must be > 0, got {chunk_size}")
+        if script is not None and not callable(script) and isinstance(script, str | bytes):
+            raise InvalidInputError("script must be a list of items or a function, not a string")
+        self._function = script if callable(script) else None
+        self._items: list[ScriptItem] = [] if script is None or callable(script) else list(script)
+        self.latency = latency
+        self.chunk_size = chunk_size
+        self._name = model_name
+        self._cursor = 0
+        self._call_counter = 0
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    @property
+    def model_name(self) -> str:
+        """The model's name (``"scripted"`` by default)."""
+        return self._name
+
+    @property
+    def remaining(self) -> int:
+        """Script items not yet used (0 for a function script)."""
+        return max(0, len(self._items) - self._cursor)
+
+    def __repr__(self) -> str:
+        kind = "function" if self._function else f"{len(self._items)} items"
+        return f"ScriptedModel({kind}, latency={self.latency}, model_name={self._name!r})"
+
+    def _next_reply(self, messages: Sequence[Message]) -> AssistantMessage:
+        with self._lock:
+            self.calls += 1
+            if self._function is not None:
+                item: ScriptItem = self._function
+            elif self._cursor < len(self._items):
+                item = self._items[self._cursor]
+                self._cursor += 1
+            else:
+                return AssistantMessage(content=_fallback(messages))
+            reply = item(messages) if callable(item) else item
+            return self._to_message(reply)
+
+    def _to_message(self, reply: Reply) -> AssistantMessage:
+        if isinstance(reply, AssistantMessage):
+            calls = reply.tool_calls
+            if any(not c.id for c in calls):
+                return reply.model_copy(update={"tool_calls": self._with_ids(calls)})
+            return reply
+        if isinstance(reply, str):
+            return AssistantMessage(content=reply)
+        if isinstance(reply, ToolCall):
+            return AssistantMessage(tool_calls=self._with_ids([reply]))
+        if isinstance(reply, list) and all(isinstance(c, ToolCall) for c in reply):
+            return AssistantMessage(tool_calls=self._with_ids(reply))
+        raise InvalidInputError(
+            f"a script item must be a str, ToolCall, list of ToolCall or AssistantMessage; "
+            f"got {type(reply).__name__}"
+        )
+
+    def _with_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+        out = []
+        for call in calls:
+            if not call.id:
+                self._call_counter += 1
+                call = call.model_copy(update={"id": f"call_{self._call_counter:04d}"})
+            out.append(call)
+        return tuple(out)
+
+    def _usage(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], reply: AssistantMessage
+    ) -> Usage:
+        prompt = estimate_messages_tokens(messages)
+        prompt += sum(estimate_tokens(json.dumps(t.to_openai())) for t in tools)
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=estimate_messages_tokens([reply]),
+            requests=1,
+        )
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> ChatResponse:
+        """Answer with the next script item (or the fallback)."""
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        reply = self._next_reply(messages)
+        return ChatResponse(
+            message=reply,
+            usage=self._usage(messages, tools, reply),
+            model=self._name,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+        )
+
+    async def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[ModelStreamEvent]:
+        """Answer as a stream: text in ``chunk_size`` pieces, each tool call as a name delta
+        followed by argument fragments, then ``ResponseDone``."""
+        response = await self.complete(messages, tools=tools)
+        text = response.message.content or ""
+        for start in range(0, len(text), self.chunk_size):
+            yield TextDelta(text=text[start : start + self.chunk_size])
+            await asyncio.sleep(0)
+        for index, call in enumerate(response.message.tool_calls):
+            yield ToolCallDelta(index=index, id=call.id, name=call.name)
+            arguments = json.dumps(call.arguments)
+            for start in range(0, len(arguments), self.chunk_size):
+                yield ToolCallDelta(
+                    index=index, arguments=arguments[start : start + self.chunk_size]
+                )
+        yield ResponseDone(response=response)
+
+
+def _fallback(messages: Sequence[Message]) -> str:
+    last_user = next((m.text for m in reversed(messages) if isinstance(m, UserMessage)), "")
+    return FALLBACK_PREFIX + last_user[:200]

@@ -1,0 +1,130 @@
+"""Token usage and cost.
+
+``Usage`` counts tokens of one or more model calls; ``CostTracker`` adds them up per model and
+prices them from a :class:`PriceTable` (USD per million tokens). Both are pydantic models, so
+they serialize to JSON and back.
+
+Example:
+    >>> from agcore_lab.llm.usage import CostTracker, ModelPrice, PriceTable, Usage
+    >>> tracker = CostTracker(prices=PriceTable({"my-model": ModelPrice(prompt=1.0, completion=2.0)}))
+    >>> tracker.record("my-model", Usage(prompt_tokens=1_000_000, completion_tokens=500_000))
+    >>> tracker.total_cost
+    2.0
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+__all__ = ["DEFAULT_PRICES", "CostTracker", "ModelPrice", "PriceTable", "Usage"]
+
+
+class Usage(BaseModel):
+    """Tokens used by model calls; add two with ``+``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    requests: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class ModelPrice(BaseModel):
+    """USD per one million tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: float = Field(ge=0)
+    completion: float = Field(ge=0)
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` at this price."""
+        return (usage.prompt_tokens * self.prompt + usage.completion_tokens * self.completion) / 1e6
+
+
+class PriceTable(RootModel[dict[str, ModelPrice]]):
+    """Prices by model name. A model that is not listed costs nothing (and is counted)."""
+
+    root: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def price_for(self, model: str) -> ModelPrice | None:
+        """The price of ``model``; a dated name such as ``gpt-4o-2024-08-06`` falls back to
+        its longest listed prefix (``gpt-4o``)."""
+        if model in self.root:
+            return self.root[model]
+        prefixes = [name for name in self.root if model.startswith(name)]
+        return self.root[max(prefixes, key=len)] if prefixes else None
+
+    def cost(self, model: str, usage: Usage) -> float:
+        """The cost of ``usage`` on ``model`` (0.0 for an unlisted model)."""
+        price = self.price_for(model)
+        return price.cost(usage) if price is not None else 0.0
+
+
+# Published list prices when written (USD per 1M tokens); configure your own for accuracy.
+DEFAULT_PRICES = PriceTable(
+    {
+        "gpt-4o-mini": ModelPrice(prompt=0.15, completion=0.60),
+        "gpt-4o": ModelPrice(prompt=2.50, completion=10.00),
+        "gpt-4.1-mini": ModelPrice(prompt=0.40, completion=1.60),
+        "gpt-4.1": ModelPrice(prompt=2.00, completion=8.00),
+        "scripted": ModelPrice(prompt=0.0, completion=0.0),
+    }
+)
+
+
+class ModelSpend(BaseModel):
+    """Usage and cost of one model inside a :class:`CostTracker`."""
+
+    usage: Usage = Field(default_factory=Usage)
+    cost: float = 0.0
+
+
+class CostTracker(BaseModel):
+    """Running usage and cost, per model and in total.
+
+    Not thread-safe by itself: a session updates its tracker under the session's turn lock.
+    """
+
+    prices: PriceTable = Field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))
+    by_model: dict[str, ModelSpend] = Field(default_factory=dict)
+
+    def record(self, model: str, usage: Usage) -> float:
+        """Add ``usage`` of ``model``; return the cost of this usage."""
+        cost = self.prices.cost(model, usage)
+        spend = self.by_model.setdefault(model, ModelSpend())
+        spend.usage = spend.usage + usage
+        spend.cost += cost
+        return cost
+
+    @property
+    def usage(self) -> Usage:
+        """Usage summed over all models."""
+        total = Usage()
+        for spend in self.by_model.values():
+            total = total + spend.usage
+        return total
+
+    @property
+    def total_cost(self) -> float:
+        """USD summed over all models."""
+        return sum(spend.cost for spend in self.by_model.values())
+
+    def merge(self, other: CostTracker) -> None:
+        """Add another tracker's usage and cost into this one (prices of ``other`` applied)."""
+        for model, spend in other.by_model.items():
+            mine = self.by_model.setdefault(model, ModelSpend())
+            mine.usage = mine.usage + spend.usage
+            mine.cost += spend.cost

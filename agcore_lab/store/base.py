@@ -1,0 +1,179 @@
+"""The ``Store`` protocol and the records it keeps.
+
+Storage model (see DESIGN.md): each message is stored once. A slot's history is a chain of
+*links* — small rows ``(node_id, parent_node_id, message_id, depth)`` — and a slot records only
+the node at its head. Forking a slot shares the chain for free; merging adds links that point at
+existing messages; nothing is ever copied. Session memory is an append-only log with a version
+number per session, so a later checkpoint can name "memory as of version N".
+
+Store methods are synchronous: they are short local transactions. Every backend must pass the
+conformance suite in :mod:`agcore_lab.testing.store_conformance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agcore_lab.ids import utcnow
+from agcore_lab.llm.messages import Message
+from agcore_lab.llm.usage import ModelSpend
+
+__all__ = [
+    "LinkRecord",
+    "MemoryEntry",
+    "SessionRecord",
+    "SlotMode",
+    "SlotRecord",
+    "Store",
+]
+
+SlotMode = Literal["full", "focused"]
+
+
+class SessionRecord(BaseModel):
+    """The scalar state of one session (its messages and slots live in their own records)."""
+
+    session_id: str
+    agent_name: str
+    parent_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    turn_index: int = 0
+    current_slot_id: str = "main"
+    last_summary_turn: int | None = None
+    spend: dict[str, ModelSpend] = Field(default_factory=dict)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens over all models."""
+        return sum(s.usage.prompt_tokens for s in self.spend.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens over all models."""
+        return sum(s.usage.completion_tokens for s in self.spend.values())
+
+    @property
+    def cost_usd(self) -> float:
+        """Cost over all models."""
+        return sum(s.cost for s in self.spend.values())
+
+
+class SlotRecord(BaseModel):
+    """One context slot: where its chain ends, and how its context is built."""
+
+    session_id: str
+    slot_id: str
+    parent_slot_id: str | None = None
+    fork_point: int = 0
+    merge_base: int = 0
+    mode: SlotMode = "full"
+    head_node_id: str | None = None
+    summary_override: str | None = None
+    pinned_ids: list[str] = Field(default_factory=list)
+    recent_window: int = 20
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class LinkRecord(BaseModel):
+    """One node of a message chain: message ``message_id`` after node ``parent_node_id``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str
+    parent_node_id: str | None
+    message_id: str
+    depth: int
+
+
+class MemoryEntry(BaseModel):
+    """One session-memory entry: any JSON value, with metadata and timestamps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    value: JsonValue
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    version: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where sessions, messages, slots and memory are kept.
+
+    Thread-safety: implementations must be safe to call from several threads, and a file-backed
+    one from several processes on the same file.
+    """
+
+    def create_session(self, record: SessionRecord) -> None:
+        """Insert a new session. Raises ``ConflictError`` if the id exists."""
+        ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or ``None``."""
+        ...
+
+    def list_sessions(self) -> list[SessionRecord]:
+        """All sessions, oldest first."""
+        ...
+
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session with its messages, links, slots and memory; ``False`` if absent."""
+        ...
+
+    def commit(
+        self,
+        session: SessionRecord,
+        *,
+        messages: Sequence[Message] = (),
+        links: Sequence[LinkRecord] = (),
+        slots: Sequence[SlotRecord] = (),
+    ) -> None:
+        """Write one change atomically: new messages (already-stored ids are skipped), new
+        links, upserted slots, and the session record (``updated_at`` is set by the caller).
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            StorageError: The write failed; nothing of it was stored.
+        """
+        ...
+
+    def load_slots(self, session_id: str) -> list[SlotRecord]:
+        """The session's slots, in creation order."""
+        ...
+
+    def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
+        """The chain ending at ``head_node_id``, oldest message first."""
+        ...
+
+    def memory_set(
+        self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
+    ) -> MemoryEntry:
+        """Set a memory entry (keeping its first ``created_at``); return it."""
+        ...
+
+    def memory_delete(self, session_id: str, key: str) -> bool:
+        """Delete a memory entry; ``False`` if there was none."""
+        ...
+
+    def memory_entries(
+        self, session_id: str, *, at_version: int | None = None
+    ) -> list[MemoryEntry]:
+        """Live entries, by key; as of ``at_version`` when given."""
+        ...
+
+    def memory_version(self, session_id: str) -> int:
+        """The number of memory writes so far (0 for none)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+        ...

@@ -1,0 +1,134 @@
+"""Numbered, append-only schema migrations for :class:`~agcore_lab.store.sqlite.SqliteStore`.
+
+Migration *n* brings the schema from version *n - 1* to *n* (``PRAGMA user_version``). Never
+edit a released migration: add the next one. Later issues append migrations for checkpoints,
+approvals, vectors and graphs.
+
+Tables are flat and pandas-friendly: ``pd.read_sql("select * from sessions", conn)`` is
+useful as it is. JSON columns hold nested detail only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+__all__ = ["MIGRATIONS", "apply_migrations"]
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, and a migration must stay in its transaction.
+    for statement in script.split(";\n"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _m001_core(conn: sqlite3.Connection) -> None:
+    _run(
+        conn,
+        """
+        CREATE TABLE sessions (
+            session_id        TEXT PRIMARY KEY,
+            agent_name        TEXT NOT NULL,
+            parent_id         TEXT,
+            created_at        TEXT NOT NULL,
+            updated_at        TEXT NOT NULL,
+            turn_index        INTEGER NOT NULL DEFAULT 0,
+            current_slot_id   TEXT NOT NULL,
+            last_summary_turn INTEGER,
+            prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd          REAL NOT NULL DEFAULT 0,
+            spend_json        TEXT NOT NULL DEFAULT '{}',
+            metadata_json     TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX sessions_parent ON sessions(parent_id);
+
+        CREATE TABLE messages (
+            message_id   TEXT PRIMARY KEY,
+            session_id   TEXT NOT NULL,
+            role         TEXT NOT NULL,
+            content      TEXT,
+            tool_call_id TEXT,
+            tool_name    TEXT,
+            created_at   TEXT NOT NULL,
+            payload_json TEXT NOT NULL
+        );
+        CREATE INDEX messages_session ON messages(session_id);
+
+        CREATE TABLE message_links (
+            node_id        TEXT PRIMARY KEY,
+            parent_node_id TEXT,
+            message_id     TEXT NOT NULL,
+            depth          INTEGER NOT NULL,
+            session_id     TEXT NOT NULL
+        );
+        CREATE INDEX message_links_session ON message_links(session_id);
+
+        CREATE TABLE slots (
+            session_id       TEXT NOT NULL,
+            slot_id          TEXT NOT NULL,
+            parent_slot_id   TEXT,
+            fork_point       INTEGER NOT NULL DEFAULT 0,
+            merge_base       INTEGER NOT NULL DEFAULT 0,
+            mode             TEXT NOT NULL,
+            head_node_id     TEXT,
+            summary_override TEXT,
+            pinned_json      TEXT NOT NULL DEFAULT '[]',
+            recent_window    INTEGER NOT NULL,
+            created_at       TEXT NOT NULL,
+            updated_at       TEXT NOT NULL,
+            PRIMARY KEY (session_id, slot_id)
+        );
+
+        CREATE TABLE memory_log (
+            session_id    TEXT NOT NULL,
+            version       INTEGER NOT NULL,
+            key           TEXT NOT NULL,
+            value_json    TEXT,
+            metadata_json TEXT NOT NULL DEFAULT '{}',
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL,
+            deleted       INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, version)
+        );
+        CREATE INDEX memory_log_key ON memory_log(session_id, key, version);
+
+        CREATE VIEW memory AS
+            SELECT m.session_id, m.key, m.value_json, m.metadata_json, m.created_at,
+                   m.updated_at, m.version
+            FROM memory_log m
+            WHERE m.deleted = 0
+              AND m.version = (SELECT max(version) FROM memory_log l
+                               WHERE l.session_id = m.session_id AND l.key = m.key);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core]
+
+
+def apply_migrations(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date inside one write transaction; return the version.
+
+    Safe when several processes open a new file at once: the version is read again after the
+    write lock is taken, so each migration runs exactly once.
+    """
+    if conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS):
+        return len(MIGRATIONS)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise RuntimeError(
+                f"database schema version {version} is newer than this agcore_lab knows "
+                f"({len(MIGRATIONS)}); upgrade agcore_lab"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            MIGRATIONS[number](conn)
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)

@@ -1,0 +1,397 @@
+"""``SqliteStore``: the default store, one SQLite file (or ``:memory:``).
+
+WAL journal, a busy timeout, numbered migrations run lazily and idempotently on open, one
+connection guarded by a lock (safe from several threads), and ``BEGIN IMMEDIATE`` write
+transactions (safe from several processes on one file). Driver errors are wrapped in
+:class:`~agcore_lab.errors.StorageError`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue, TypeAdapter
+
+from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
+from agcore_lab.ids import utcnow
+from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
+from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store.base import LinkRecord, MemoryEntry, SessionRecord, SlotRecord
+from agcore_lab.store.migrations import apply_migrations
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SqliteStore"]
+
+_SPEND = TypeAdapter(dict[str, ModelSpend])
+
+
+def _ts(value: datetime) -> str:
+    return value.isoformat()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class SqliteStore:
+    """The default :class:`~agcore_lab.store.base.Store`, backed by SQLite.
+
+    Args:
+        path: A file path (created with its schema on first use) or ``":memory:"``.
+        timeout: Seconds to wait for another process's write lock before failing.
+
+    Example:
+        >>> store = SqliteStore(":memory:")
+        >>> store.list_sessions()
+        []
+
+    Notes:
+        Safe from several threads (one connection behind a lock) and from several processes
+        on one file (WAL journal, ``BEGIN IMMEDIATE`` writes, busy timeout).
+    """
+
+    def __init__(self, path: str | Path = "agcore.db", *, timeout: float = 10.0) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.schema_version = apply_migrations(self._conn)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open SQLite store: {exc}", path=self.path) from exc
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot start a write: {exc}", path=self.path) from exc
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StorageError(f"write failed: {exc}", path=self.path) from exc
+                raise
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                cursor = self._conn.execute(sql, params)
+                cursor.row_factory = sqlite3.Row
+                return cursor.fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"read failed: {exc}", path=self.path) from exc
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The raw connection, for ad-hoc reads (``pd.read_sql``). Do not write through it."""
+        return self._conn
+
+    def read_dataframe(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        """Run a read-only query and return a pandas DataFrame.
+
+        Example:
+            >>> SqliteStore(":memory:").read_dataframe("select * from sessions").shape
+            (0, 13)
+        """
+        import pandas as pd  # lazy: keep `import agcore_lab` fast
+
+        with self._lock:
+            return pd.read_sql_query(sql, self._conn, params=list(params))
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _session_row(r: SessionRecord) -> tuple[Any, ...]:
+        return (
+            r.session_id,
+            r.agent_name,
+            r.parent_id,
+            _ts(r.created_at),
+            _ts(r.updated_at),
+            r.turn_index,
+            r.current_slot_id,
+            r.last_summary_turn,
+            r.prompt_tokens,
+            r.completion_tokens,
+            r.cost_usd,
+            _SPEND.dump_json(r.spend).decode(),
+            _json(r.metadata),
+        )
+
+    @staticmethod
+    def _session_from(row: sqlite3.Row) -> SessionRecord:
+        return SessionRecord(
+            session_id=row["session_id"],
+            agent_name=row["agent_name"],
+            parent_id=row["parent_id"],
+            created_at=datetime.fromisoformat(row["created_at"]),
+            updated_at=datetime.fromisoformat(row["updated_at"]),
+            turn_index=row["turn_index"],
+            current_slot_id=row["current_slot_id"],
+            last_summary_turn=row["last_summary_turn"],
+            spend=_SPEND.validate_json(row["spend_json"]),
+            metadata=json.loads(row["metadata_json"]),
+        )
+
+    def create_session(self, record: SessionRecord) -> None:
+        """Insert a new session; ``ConflictError`` if its id is taken."""
+        with self._write() as conn:
+            if conn.execute(
+                "SELECT 1 FROM sessions WHERE session_id = ?", (record.session_id,)
+            ).fetchone():
+                raise ConflictError("a session with this id exists", session_id=record.session_id)
+            conn.execute(
+                "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self._session_row(record)
+            )
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or ``None``."""
+        rows = self._read("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+        return self._session_from(rows[0]) if rows else None
+
+    def list_sessions(self) -> list[SessionRecord]:
+        """All sessions, oldest first."""
+        rows = self._read("SELECT * FROM sessions ORDER BY created_at, session_id")
+        return [self._session_from(r) for r in rows]
+
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything it owns; ``False`` if it was not there."""
+        with self._write() as conn:
+            gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            for table in ("messages", "message_links", "slots", "memory_log"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            return gone.rowcount > 0
+
+    # -- turns, messages and slots ------------------------------------------------------------
+
+    def commit(
+        self,
+        session: SessionRecord,
+        *,
+        messages: Sequence[Message] = (),
+        links: Sequence[LinkRecord] = (),
+        slots: Sequence[SlotRecord] = (),
+    ) -> None:
+        """Write messages, links, slots and the session record in one transaction."""
+        sid = session.session_id
+        with self._write() as conn:
+            if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
+                raise SessionNotFoundError("no such session in the store", session_id=sid)
+            conn.executemany(
+                "INSERT OR IGNORE INTO messages VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        m.id,
+                        sid,
+                        m.role,
+                        m.text,
+                        m.tool_call_id if isinstance(m, ToolMessage) else None,
+                        m.name if isinstance(m, ToolMessage) else None,
+                        _ts(m.created_at),
+                        m.model_dump_json(),
+                    )
+                    for m in messages
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO message_links VALUES (?,?,?,?,?)",
+                [(lk.node_id, lk.parent_node_id, lk.message_id, lk.depth, sid) for lk in links],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        sid,
+                        s.slot_id,
+                        s.parent_slot_id,
+                        s.fork_point,
+                        s.merge_base,
+                        s.mode,
+                        s.head_node_id,
+                        s.summary_override,
+                        _json(s.pinned_ids),
+                        s.recent_window,
+                        _ts(s.created_at),
+                        _ts(s.updated_at),
+                    )
+                    for s in slots
+                ],
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                self._session_row(session),
+            )
+
+    def load_slots(self, session_id: str) -> list[SlotRecord]:
+        """The session's slots, in creation order."""
+        rows = self._read(
+            "SELECT * FROM slots WHERE session_id = ? ORDER BY created_at, slot_id", (session_id,)
+        )
+        return [
+            SlotRecord(
+                session_id=r["session_id"],
+                slot_id=r["slot_id"],
+                parent_slot_id=r["parent_slot_id"],
+                fork_point=r["fork_point"],
+                merge_base=r["merge_base"],
+                mode=r["mode"],
+                head_node_id=r["head_node_id"],
+                summary_override=r["summary_override"],
+                pinned_ids=json.loads(r["pinned_json"]),
+                recent_window=r["recent_window"],
+                created_at=datetime.fromisoformat(r["created_at"]),
+                updated_at=datetime.fromisoformat(r["updated_at"]),
+            )
+            for r in rows
+        ]
+
+    def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
+        """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
+        rows = self._read(
+            """
+            WITH RECURSIVE chain(node_id, parent_node_id, message_id, depth) AS (
+                SELECT node_id, parent_node_id, message_id, depth
+                FROM message_links WHERE node_id = ?
+                UNION ALL
+                SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
+                FROM message_links l JOIN chain c ON l.node_id = c.parent_node_id
+            )
+            SELECT c.node_id, c.parent_node_id, c.message_id, c.depth, m.payload_json
+            FROM chain c JOIN messages m ON m.message_id = c.message_id
+            ORDER BY c.depth
+            """,
+            (head_node_id,),
+        )
+        return [
+            (
+                LinkRecord(
+                    node_id=r["node_id"],
+                    parent_node_id=r["parent_node_id"],
+                    message_id=r["message_id"],
+                    depth=r["depth"],
+                ),
+                MessageAdapter.validate_json(r["payload_json"]),
+            )
+            for r in rows
+        ]
+
+    # -- memory -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _entry_from(row: sqlite3.Row) -> MemoryEntry:
+        return MemoryEntry(
+            key=row["key"],
+            value=json.loads(row["value_json"]),
+            metadata=json.loads(row["metadata_json"]),
+            created_at=datetime.fromisoformat(row["created_at"]),
+            updated_at=datetime.fromisoformat(row["updated_at"]),
+            version=row["version"],
+        )
+
+    def memory_set(
+        self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
+    ) -> MemoryEntry:
+        """Set ``key`` (keeping its first ``created_at``); return the stored entry."""
+        try:
+            value_json, metadata_json = _json(value), _json(metadata)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
+            ) from exc
+        now = _ts(utcnow())
+        with self._write() as conn:
+            version = self._next_version(conn, session_id)
+            first = conn.execute(
+                "SELECT created_at FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
+            ).fetchone()
+            created = first[0] if first else now
+            conn.execute(
+                "INSERT INTO memory_log VALUES (?,?,?,?,?,?,?,0)",
+                (session_id, version, key, value_json, metadata_json, created, now),
+            )
+        return MemoryEntry(
+            key=key,
+            value=json.loads(value_json),
+            metadata=json.loads(metadata_json),
+            created_at=datetime.fromisoformat(created),
+            updated_at=datetime.fromisoformat(now),
+            version=version,
+        )
+
+    @staticmethod
+    def _next_version(conn: sqlite3.Connection, session_id: str) -> int:
+        row = conn.execute(
+            "SELECT coalesce(max(version), 0) FROM memory_log WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def memory_delete(self, session_id: str, key: str) -> bool:
+        """Delete ``key``; ``False`` if it was not set."""
+        with self._write() as conn:
+            if not conn.execute(
+                "SELECT 1 FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
+            ).fetchone():
+                return False
+            now = _ts(utcnow())
+            conn.execute(
+                "INSERT INTO memory_log VALUES (?,?,?,NULL,'{}',?,?,1)",
+                (session_id, self._next_version(conn, session_id), key, now, now),
+            )
+            return True
+
+    def memory_entries(
+        self, session_id: str, *, at_version: int | None = None
+    ) -> list[MemoryEntry]:
+        """Live entries sorted by key; as they were at ``at_version`` when given."""
+        limit = at_version if at_version is not None else 2**62
+        rows = self._read(
+            """
+            SELECT m.* FROM memory_log m
+            WHERE m.session_id = ? AND m.version <= ? AND m.deleted = 0
+              AND m.version = (SELECT max(version) FROM memory_log l
+                               WHERE l.session_id = m.session_id AND l.key = m.key
+                                 AND l.version <= ?)
+            ORDER BY m.key
+            """,
+            (session_id, limit, limit),
+        )
+        return [self._entry_from(r) for r in rows]
+
+    def memory_version(self, session_id: str) -> int:
+        """The number of memory writes so far."""
+        rows = self._read(
+            "SELECT coalesce(max(version), 0) AS v FROM memory_log WHERE session_id = ?",
+            (session_id,),
+        )
+        return int(rows[0]["v"])
