@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import cached_property
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -88,6 +89,13 @@ class _MessageBase(BaseModel):
     id: str = Field(default_factory=lambda: new_id("msg"))
     created_at: datetime = Field(default_factory=utcnow)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @cached_property
+    def token_estimate(self) -> int:
+        """Estimated tokens of this message (computed once: messages are immutable)."""
+        from agcore_lab.llm.tokens import estimate_message_tokens
+
+        return estimate_message_tokens(self)  # type: ignore[arg-type]
 
     @property
     def text(self) -> str:

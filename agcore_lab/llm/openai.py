@@ -19,7 +19,6 @@ import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +28,6 @@ from pydantic import JsonValue, SecretStr
 from agcore_lab.errors import (
     InvalidInputError,
     ModelConnectionError,
-    ModelError,
     ModelHTTPError,
     ModelProtocolError,
     ModelTimeoutError,
@@ -38,14 +36,11 @@ from agcore_lab.llm.base import (
     ChatResponse,
     ModelStreamEvent,
     ResponseDone,
-    TextDelta,
-    ToolCallDelta,
     ToolSpec,
 )
-from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, messages_to_openai
+from agcore_lab.llm.messages import Message, messages_to_openai
+from agcore_lab.llm.openai_wire import StreamState, load_chunk, parse_completion
 from agcore_lab.llm.sse import SSEEvent, SSEParser
-from agcore_lab.llm.tokens import estimate_messages_tokens, estimate_tokens
-from agcore_lab.llm.usage import Usage
 
 __all__ = ["RETRY_STATUSES", "OpenAIChatModel"]
 
@@ -200,16 +195,7 @@ class OpenAIChatModel:
             raise ModelProtocolError(
                 f"chat completions returned a body that is not JSON: {raw[:200]!r}"
             ) from exc
-        choice, wire = _first_choice(payload)
-        message = AssistantMessage(
-            content=_content(wire.get("content")), tool_calls=_tool_calls(wire.get("tool_calls"))
-        )
-        return ChatResponse(
-            message=message,
-            usage=_usage(payload.get("usage")) or _estimate(messages, tools, message),
-            model=_str(payload.get("model")) or self._model,
-            finish_reason=_str(choice.get("finish_reason")),
-        )
+        return parse_completion(payload, messages, tools, default_model=self._model)
 
     async def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
@@ -222,11 +208,11 @@ class OpenAIChatModel:
         cut off before ``data: [DONE]`` or carrying malformed JSON is a ``ModelProtocolError``.
         """
         response = await self._send(self._body(messages, tools, stream=True), stream=True)
-        state = _StreamState(model=self._model)
+        state = StreamState(model=self._model)
         try:
             async with aclosing(self._events(response)) as events:
                 async for event in events:
-                    for delta in state.feed(_load_chunk(event.data)):
+                    for delta in state.feed(load_chunk(event.data)):
                         yield delta
         finally:
             await response.aclose()
@@ -358,10 +344,10 @@ class OpenAIChatModel:
                 f"{self._describe(exc)}",
                 model=self._model,
             ) from exc
-        where = "in the middle of an event" if parser.pending else "between events"
+        cut = " in the middle of an event (the connection was closed early)"
         raise ModelProtocolError(
-            f"the chat completions stream ended {where}, without the closing 'data: [DONE]' "
-            "(the connection was closed early)",
+            f"the chat completions stream ended{cut if parser.pending else ''} "
+            "without the closing 'data: [DONE]'",
             model=self._model,
         )
 
@@ -379,146 +365,6 @@ class OpenAIChatModel:
         if self._api_key is None:
             return text
         return text.replace(self._api_key.get_secret_value(), "***")
-
-
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _StreamState:
-    """What a stream has said so far, assembled into a ``ChatResponse`` at the end."""
-
-    model: str
-    text: list[str] = field(default_factory=list)
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
-    usage: Usage | None = None
-    finish_reason: str | None = None
-
-    def feed(self, chunk: object) -> list[TextDelta | ToolCallDelta]:
-        if not isinstance(chunk, dict):
-            raise ModelProtocolError(f"a stream chunk is not a JSON object: {chunk!r:.200}")
-        if chunk.get("error"):
-            raise ModelError(f"the chat completions stream reported an error: {chunk['error']}")
-        self.model = _str(chunk.get("model")) or self.model
-        self.usage = _usage(chunk.get("usage")) or self.usage
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list):
-            raise ModelProtocolError(f"stream chunk 'choices' is not a list: {choices!r:.200}")
-        deltas: list[TextDelta | ToolCallDelta] = []
-        for choice in choices:
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                deltas.extend(self._feed_choice(choice))
-        return deltas
-
-    def _feed_choice(self, choice: dict[str, Any]) -> list[TextDelta | ToolCallDelta]:
-        self.finish_reason = _str(choice.get("finish_reason")) or self.finish_reason
-        delta = choice.get("delta") or {}
-        calls = (delta.get("tool_calls") or []) if isinstance(delta, dict) else None
-        if not isinstance(delta, dict) or not isinstance(calls, list):
-            raise ModelProtocolError(f"malformed stream delta: {delta!r:.200}")
-        deltas: list[TextDelta | ToolCallDelta] = []
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            self.text.append(content)
-            deltas.append(TextDelta(text=content))
-        for position, call in enumerate(calls):
-            deltas.append(self._feed_call(position, call))
-        return deltas
-
-    def _feed_call(self, position: int, call: object) -> ToolCallDelta:
-        function = (call.get("function") or {}) if isinstance(call, dict) else None
-        index = call.get("index", position) if isinstance(call, dict) else None
-        if not isinstance(call, dict) or not isinstance(function, dict) or type(index) is not int:
-            raise ModelProtocolError(f"malformed tool-call delta: {call!r:.200}")
-        arguments = function.get("arguments") or ""
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)  # some servers send an object, not its JSON text
-        partial = self.calls.setdefault(index, _PartialCall())
-        call_id, name = _str(call.get("id")), _str(function.get("name"))
-        partial.id = partial.id or call_id or ""
-        partial.name += name or ""
-        partial.arguments.append(arguments)
-        return ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments)
-
-    def finish(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatResponse:
-        wire = [
-            {"id": p.id, "function": {"name": p.name, "arguments": "".join(p.arguments) or "{}"}}
-            for _, p in sorted(self.calls.items())
-        ]
-        message = AssistantMessage(content="".join(self.text) or None, tool_calls=_tool_calls(wire))
-        return ChatResponse(
-            message=message,
-            usage=self.usage or _estimate(messages, tools, message),
-            model=self.model,
-            finish_reason=self.finish_reason,
-        )
-
-
-def _load_chunk(data: str) -> object:
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise ModelProtocolError(
-            f"the chat completions stream sent a chunk that is not valid JSON: {data[:200]!r}"
-        ) from exc
-
-
-def _first_choice(payload: object) -> tuple[dict[str, Any], dict[str, Any]]:
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    wire = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(choice, dict) or not isinstance(wire, dict):
-        raise ModelProtocolError(
-            f"chat completions returned no choices[0].message: {payload!r:.200}"
-        )
-    return choice, wire
-
-
-def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(call, dict) for call in raw):
-        raise ModelProtocolError(f"'tool_calls' is not a list of objects: {raw!r:.200}")
-    try:
-        return tuple(ToolCall.from_openai(call) for call in raw)
-    except (ValueError, TypeError, AttributeError) as exc:  # InvalidInputError, ValidationError
-        raise ModelProtocolError(f"the model sent a malformed tool call: {exc}") from exc
-
-
-def _content(raw: object) -> str | None:
-    if raw is None or isinstance(raw, str):
-        return raw
-    if isinstance(raw, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in raw if isinstance(p, dict))
-    raise ModelProtocolError(f"message content is neither text nor parts: {raw!r:.200}")
-
-
-def _usage(raw: object) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-    prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
-    if type(prompt) is not int or type(completion) is not int or min(prompt, completion) < 0:
-        return None
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, requests=1)
-
-
-def _estimate(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], message: AssistantMessage
-) -> Usage:
-    prompt = estimate_messages_tokens(messages)
-    prompt += sum(estimate_tokens(json.dumps(tool.to_openai())) for tool in tools)
-    completion = estimate_tokens(message.content or "")
-    for call in message.tool_calls:
-        completion += estimate_tokens(call.name) + estimate_tokens(json.dumps(call.arguments))
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, requests=1)
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _error_excerpt(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections.abc import Iterable
 
@@ -21,6 +22,7 @@ _WIDE = re.compile(
     "\u3000-\u303f\U00020000-\U0002fa1f]"
 )
 MESSAGE_OVERHEAD = 4
+_CACHED = operator.attrgetter("token_estimate")
 
 
 def estimate_tokens(text: str) -> int:
@@ -41,5 +43,5 @@ def estimate_message_tokens(message: Message) -> int:
 
 
 def estimate_messages_tokens(messages: Iterable[Message]) -> int:
-    """Estimated tokens of a conversation."""
-    return sum(estimate_message_tokens(m) for m in messages)
+    """Estimated tokens of a conversation (each message's estimate is cached on it)."""
+    return sum(map(_CACHED, messages))

@@ -118,6 +118,7 @@ class Tool:
     arguments_model: type[BaseModel]
     requires_approval: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    _spec: tuple[Any, ToolSpec] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_function(
@@ -140,7 +141,7 @@ class Tool:
             InvalidInputError: The name is not valid for the wire format, or the function takes
                 ``*args`` / ``**kwargs``.
         """
-        tool_name = name or getattr(fn, "__name__", "")
+        tool_name = str(name or getattr(fn, "__name__", ""))
         if not _NAME.match(tool_name):
             raise InvalidInputError(
                 f"tool name {tool_name!r} must be 1-64 letters, digits, '_', '.' or '-'",
@@ -157,9 +158,13 @@ class Tool:
 
     @property
     def spec(self) -> ToolSpec:
-        """What the model is told about this tool."""
-        schema = _clean_schema(self.arguments_model.model_json_schema())
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        """What the model is told about this tool (built once, then reused)."""
+        key = (self.name, self.description, self.arguments_model)
+        if self._spec is None or self._spec[0] != key:
+            schema = _clean_schema(self.arguments_model.model_json_schema())
+            spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+            self._spec = (key, spec)
+        return self._spec[1]
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate the model's arguments; return them as keyword arguments for the call.

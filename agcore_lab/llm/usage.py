@@ -6,7 +6,8 @@ they serialize to JSON and back.
 
 Example:
     >>> from agcore_lab.llm.usage import CostTracker, ModelPrice, PriceTable, Usage
-    >>> tracker = CostTracker(prices=PriceTable({"my-model": ModelPrice(prompt=1.0, completion=2.0)}))
+    >>> prices = PriceTable({"my-model": ModelPrice(prompt=1.0, completion=2.0)})
+    >>> tracker = CostTracker(prices=prices)
     >>> tracker.record("my-model", Usage(prompt_tokens=1_000_000, completion_tokens=500_000))
     >>> tracker.total_cost
     2.0
