@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "Agent",
     "AgcoreError",
+    "Agent",
     "AgentSession",
     "AssistantMessage",
     "ChatModel",

@@ -1,0 +1,144 @@
+"""The offline demo: ``python -m agcore_lab demo`` (or ``agcore-lab demo``).
+
+Runs fully offline on ``ScriptedModel`` and a SQLite file in the working directory: a session
+with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, and
+a printed report. Running it again adds a new session to the same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agcore_lab.agent.agent import Agent, RuntimeBundle
+from agcore_lab.agent.session import AgentSession
+from agcore_lab.agent.slots import MergeStrategy
+from agcore_lab.agent.summary import SummaryConfig
+from agcore_lab.llm.messages import ToolCall
+from agcore_lab.llm.scripted import ScriptedModel
+from agcore_lab.llm.usage import ModelPrice, PriceTable
+from agcore_lab.store.sqlite import SqliteStore
+
+__all__ = ["DEFAULT_DB", "DemoReport", "run_demo"]
+
+DEFAULT_DB = "agcore_demo.db"
+
+# Illustrative prices so the report shows cost; ScriptedModel itself is free.
+DEMO_PRICES = PriceTable({"scripted": ModelPrice(prompt=0.15, completion=0.60)})
+
+
+def add(a: float, b: float) -> float:
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+def multiply(a: float, b: float) -> float:
+    """Multiply two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a * b
+
+
+def _demo_agent() -> Agent:
+    script = [
+        ToolCall(name="add", arguments={"a": 1200, "b": 345}),
+        "1200 + 345 = 1545.",
+        ToolCall(name="multiply", arguments={"a": 1545, "b": 2}),
+        "Doubled, that is 3090.",
+        "Split three ways, 1545 is 515 each.",
+        "Noted: we keep the doubled figure, 3090.",
+    ]
+    summarizer = ScriptedModel(
+        ["The user is budgeting: 1200 + 345 = 1545, doubled to 3090; a 3-way split gives 515."]
+    )
+    return Agent(
+        name="calculator",
+        system_prompt="You are a careful calculator. Use the tools for arithmetic.",
+        model=ScriptedModel(script),
+        tools=[add, multiply],
+        summary_config=SummaryConfig(
+            max_context_tokens=200, trigger_token_ratio=0.5, summary_model=summarizer
+        ),
+    )
+
+
+@dataclass
+class DemoReport:
+    """What the demo did, for the printed report and for tests."""
+
+    db_path: str
+    session_id: str
+    replies: list[str] = field(default_factory=list)
+    tool_calls: list[str] = field(default_factory=list)
+    slots: dict[str, int] = field(default_factory=dict)
+    summary: str | None = None
+    memory_keys: list[str] = field(default_factory=list)
+    main_mode: str = "full"
+    turns: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    sessions_in_store: int = 0
+
+
+def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = print) -> DemoReport:
+    """Run the demo story against ``db_path`` and print a report through ``out``."""
+    store = SqliteStore(db_path)
+    session = AgentSession(_demo_agent(), bundle=RuntimeBundle(store=store, prices=DEMO_PRICES))
+    report = DemoReport(db_path=str(db_path), session_id=session.session_id)
+    out(f"agcore_lab demo - session {session.session_id} in {db_path}")
+
+    def turn(text: str) -> None:
+        result = session.submit_turn_sync(text)
+        calls = [f"{c.name}({c.arguments})" for c in result.tool_calls]
+        report.replies.append(result.reply)
+        report.tool_calls.extend(calls)
+        used = f"  [tools: {', '.join(calls)}]" if calls else ""
+        slot = session.current_slot_id
+        out(f"  [{slot}] you: {text}\n  [{slot}] agent: {result.reply}{used}")
+
+    out("\n1. A turn with a tool call")
+    turn("What is 1200 + 345?")
+    session.session_memory.set("currency", "EUR", {"source": "demo"})
+
+    out("\n2. Fork the conversation into a second slot and try something there")
+    session.fork_slot_sync("what-if", switch=True)
+    turn("What if we double it?")
+
+    out("\n3. Meanwhile, on the main slot")
+    session.switch_slot_sync("main")
+    turn("And split three ways?")
+
+    out("\n4. Merge the what-if slot back (Append)")
+    preview = session.merge_preview("what-if", into="main", strategy=MergeStrategy.Append)
+    out(f"  {preview.describe()}")
+    session.merge_slot_sync("what-if", into="main", strategy=MergeStrategy.Append)
+    turn("Which figure do we keep?")
+
+    report.summary = session.get_conversation_summary()
+    report.main_mode = session.slots["main"].mode.value
+    report.slots = {sid: len(slot.messages) for sid, slot in session.slots.items()}
+    report.memory_keys = [entry.key for entry in session.session_memory.list_entries()]
+    report.turns = session.turn_index
+    report.tokens = session.usage.total_tokens
+    report.cost = session.cost_so_far
+    report.sessions_in_store = len(store.list_sessions())
+    store.close()
+
+    out("\n5. Report")
+    out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
+    out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
+    out(f"  automatic summary: {report.summary or '(none yet)'}")
+    out(f"  main slot mode: {report.main_mode} (a summary switches it to focused)")
+    out(f"  memory keys: {', '.join(report.memory_keys)}")
+    out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
+    out(f"  sessions in {db_path}: {report.sessions_in_store}")
+    return report
