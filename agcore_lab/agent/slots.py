@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
@@ -211,6 +212,12 @@ class ContextSlot:
         )
 
 
+@lru_cache(maxsize=256)
+def _system_message(prompt: str) -> SystemMessage:
+    # The same object for the same prompt, so a model can tell an unchanged context prefix.
+    return SystemMessage(content=prompt)
+
+
 def _window_start(messages: list[Message], window: int) -> int:
     start = max(0, len(messages) - window)
     # Never start on a tool result: its assistant tool call must come with it.
@@ -226,7 +233,7 @@ def build_context(slot: ContextSlot, system_prompt: str = "") -> list[Message]:
     override (as a system message), pinned messages older than the window, then the window
     (widened so it never starts with an orphaned tool result).
     """
-    head: list[Message] = [SystemMessage(content=system_prompt)] if system_prompt else []
+    head: list[Message] = [_system_message(system_prompt)] if system_prompt else []
     if slot.mode is SlotMode.Full:
         return head + slot.messages
     start = _window_start(slot.messages, slot.recent_window)

@@ -96,6 +96,7 @@ class ScriptedModel:
         self._cursor = 0
         self._call_counter = 0
         self._lock = threading.Lock()
+        self._memo: tuple[list[Message], int] = ([], 0)
         self.calls = 0
 
     @property
@@ -154,13 +155,27 @@ class ScriptedModel:
     def _usage(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], reply: AssistantMessage
     ) -> Usage:
-        prompt = estimate_messages_tokens(messages)
+        prompt = self._prompt_tokens(messages)
         prompt += sum(estimate_tokens(json.dumps(t.to_openai())) for t in tools)
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=estimate_messages_tokens([reply]),
             requests=1,
         )
+
+    def _prompt_tokens(self, messages: Sequence[Message]) -> int:
+        # Conversations grow by appending, so remember the last one: when it is a prefix of
+        # this one (list equality checks identity first, at C speed) only the new messages are
+        # estimated, and a turn does not get slower as the history grows.
+        current = list(messages)
+        with self._lock:
+            known, total = self._memo
+            if known and len(current) >= len(known) and current[: len(known)] == known:
+                total += estimate_messages_tokens(current[len(known) :])
+            else:
+                total = estimate_messages_tokens(current)
+            self._memo = (current, total)
+        return total
 
     async def complete(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
