@@ -11,7 +11,7 @@ echo "== ruff check"
 ruff check .
 echo "== mypy"
 mypy
-echo "== pytest: tests/ and notebooks/"
-python -m pytest tests notebooks \
+echo "== pytest: tests/, notebooks/ (nbval) and docstring examples"
+python -m pytest tests notebooks agcore_lab --doctest-modules --ignore=agcore_lab/__main__.py \
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   -p no:cacheprovider "$@"

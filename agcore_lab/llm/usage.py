@@ -9,6 +9,7 @@ Example:
     >>> prices = PriceTable({"my-model": ModelPrice(prompt=1.0, completion=2.0)})
     >>> tracker = CostTracker(prices=prices)
     >>> tracker.record("my-model", Usage(prompt_tokens=1_000_000, completion_tokens=500_000))
+    2.0
     >>> tracker.total_cost
     2.0
 """
