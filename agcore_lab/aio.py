@@ -21,12 +21,13 @@ import asyncio
 import atexit
 import concurrent.futures
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from agcore_lab.errors import AsyncBridgeError
 
-__all__ = ["bridge_loop", "iterate_sync", "run_sync", "submit"]
+__all__ = ["CrossLoopLock", "bridge_loop", "iterate_sync", "run_sync", "submit"]
 
 T = TypeVar("T")
 
@@ -131,6 +132,85 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+class _Waiter:
+    __slots__ = ("future", "granted", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        self.loop, self.future, self.granted = loop, future, False
+
+
+class CrossLoopLock:
+    """An async mutex that may be awaited from any event loop and any thread.
+
+    ``asyncio.Lock`` belongs to the first loop it waits on and fails on any other; a session
+    must take turns whether they come from a notebook cell (the kernel's loop) or a widget and
+    a ``*_sync`` twin (the background loop). Waiters are served first come, first served;
+    a waiter cancelled while waiting never leaves the lock held.
+
+    Example:
+        >>> lock = CrossLoopLock()
+        >>> async def work():
+        ...     async with lock:
+        ...         return lock.locked()
+        >>> asyncio.run(work())
+        True
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held = False
+        self._waiters: deque[_Waiter] = deque()
+
+    def locked(self) -> bool:
+        """Whether someone holds the lock."""
+        return self._held
+
+    async def acquire(self) -> None:
+        """Wait until the lock is free, then hold it."""
+        with self._guard:
+            if not self._held:
+                self._held = True
+                return
+            loop = asyncio.get_running_loop()
+            waiter = _Waiter(loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await waiter.future
+        except BaseException:
+            with self._guard:
+                granted = waiter.granted
+                if not granted:
+                    self._waiters.remove(waiter)
+            if granted:  # ownership arrived as we were cancelled: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Hand the lock to the next waiter, or free it."""
+        with self._guard:
+            if not self._held:
+                raise RuntimeError("CrossLoopLock.release() called on an unlocked lock")
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if waiter.loop.is_closed():
+                    continue
+                waiter.granted = True
+                waiter.loop.call_soon_threadsafe(_grant, waiter.future)
+                return
+            self._held = False
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def _grant(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _shutdown() -> None:

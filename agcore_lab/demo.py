@@ -16,7 +16,7 @@ from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.llm.messages import ToolCall
-from agcore_lab.llm.scripted import ScriptedModel
+from agcore_lab.llm.scripted import ScriptedModel, ScriptItem
 from agcore_lab.llm.usage import ModelPrice, PriceTable
 from agcore_lab.store.sqlite import SqliteStore
 
@@ -49,7 +49,7 @@ def multiply(a: float, b: float) -> float:
 
 
 def _demo_agent() -> Agent:
-    script = [
+    script: list[ScriptItem] = [
         ToolCall(name="add", arguments={"a": 1200, "b": 345}),
         "1200 + 345 = 1545.",
         ToolCall(name="multiply", arguments={"a": 1545, "b": 2}),

@@ -12,7 +12,6 @@ session are serialized by a per-session lock; different sessions run concurrentl
 
 from __future__ import annotations
 
-import asyncio
 import html
 import inspect
 import logging
@@ -23,10 +22,11 @@ from typing import Any
 from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.slot_diff import SlotDiff, diff_slots
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode, validate_slot_id
 from agcore_lab.agent.summary import MERGE_SUMMARY_PROMPT, SummaryConfig, request_summary
 from agcore_lab.agent.turn import TurnDraft, run_turn
-from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -75,9 +75,15 @@ class MergePreview:
         if self.strategy is MergeStrategy.Append:
             what = f"append {n} message(s) from {self.source!r} to {self.target!r}"
         elif self.strategy is MergeStrategy.Replace:
-            what = f"replace the {self.before} message(s) of {self.target!r} with the {n} of {self.source!r}"
+            what = (
+                f"replace the {self.before} message(s) of {self.target!r} "
+                f"with the {n} of {self.source!r}"
+            )
         else:
-            what = f"condense {n} message(s) of {self.source!r} into 1 summary message in {self.target!r}"
+            what = (
+                f"condense {n} message(s) of {self.source!r} "
+                f"into 1 summary message in {self.target!r}"
+            )
         return f"This will {what} ({self.before} -> {self.after} messages)."
 
 
@@ -119,7 +125,7 @@ class AgentSession:
         self.slots: dict[str, ContextSlot] = {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
         self.current_slot_id = MAIN_SLOT
         self.hooks: list[TurnHook] = []
-        self._lock = asyncio.Lock()
+        self._lock = CrossLoopLock()
         self.store.create_session(self._record())
         self.store.commit(self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)])
         self.session_memory = SessionMemory(self.store, self.session_id)
@@ -152,7 +158,7 @@ class AgentSession:
             raise SessionNotFoundError("no such session in the store", session_id=session_id)
         self = cls.__new__(cls)
         self.agent, self.bundle, self.hooks = agent, bundle, []
-        self._lock = asyncio.Lock()
+        self._lock = CrossLoopLock()
         self.restore(record)
         return self
 
@@ -435,6 +441,14 @@ class AgentSession:
             self.store.commit(self._record(current_slot_id=slot_id))
             self.current_slot_id = slot_id
             return slot
+
+    def diff_slots(self, left: str, right: str) -> SlotDiff:
+        """Compare two slots message by message (see :func:`agcore_lab.agent.slot_diff.diff_slots`).
+
+        Raises:
+            SlotNotFoundError: Either slot is unknown.
+        """
+        return diff_slots(self.slot(left), self.slot(right))
 
     def merge_preview(
         self,

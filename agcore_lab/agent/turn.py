@@ -55,10 +55,10 @@ class TurnDraft:
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
     context = build_context(draft.slot, agent.system_prompt)
     tools = agent.tool_specs
+    response: ChatResponse | None = None
     if not stream:
         response = await agent.model.complete(context, tools=tools)
     else:
-        response = None
         async for event in agent.model.stream(context, tools=tools):
             if isinstance(event, ResponseDone):
                 response = event.response

@@ -13,6 +13,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from agcore_lab.errors import StorageError
+
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
 
@@ -64,6 +66,7 @@ def _m001_core(conn: sqlite3.Connection) -> None:
             session_id     TEXT NOT NULL
         );
         CREATE INDEX message_links_session ON message_links(session_id);
+        CREATE INDEX message_links_message ON message_links(message_id);
 
         CREATE TABLE slots (
             session_id       TEXT NOT NULL,
@@ -120,9 +123,10 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > len(MIGRATIONS):
-            raise RuntimeError(
+            raise StorageError(
                 f"database schema version {version} is newer than this agcore_lab knows "
-                f"({len(MIGRATIONS)}); upgrade agcore_lab"
+                f"({len(MIGRATIONS)}); upgrade agcore_lab",
+                schema_version=version,
             )
         for number in range(version, len(MIGRATIONS)):
             MIGRATIONS[number](conn)

@@ -39,7 +39,8 @@ def _ts(value: datetime) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # NaN and Infinity are not JSON: SQLite's json functions (and other backends) reject them.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class SqliteStore:
@@ -189,8 +190,14 @@ class SqliteStore:
         """Remove a session and everything it owns; ``False`` if it was not there."""
         with self._write() as conn:
             gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-            for table in ("messages", "message_links", "slots", "memory_log"):
+            for table in ("message_links", "slots", "memory_log"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            # A message is stored once across sessions: keep it while another chain links it.
+            conn.execute(
+                "DELETE FROM messages WHERE session_id = ? AND message_id NOT IN "
+                "(SELECT message_id FROM message_links)",
+                (session_id,),
+            )
             return gone.rowcount > 0
 
     # -- turns, messages and slots ------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""Jupyter views and magics for agcore_lab — the only package that imports IPython/ipywidgets.
+
+``%load_ext agcore_lab`` registers the ``%agcore`` magics (:mod:`agcore_lab.jupyter.magics`).
+Widgets load on first use, so loading the extension stays fast::
+
+    from agcore_lab.jupyter import SlotDiffViewer
+    SlotDiffViewer(session, "main", "alt")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
+    from agcore_lab.jupyter.magics import AgcoreMagics
+
+__all__ = ["AgcoreMagics", "SlotDiffViewer", "load_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SlotDiffViewer":
+        from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
+
+        return SlotDiffViewer
+    if name == "AgcoreMagics":
+        from agcore_lab.jupyter.magics import AgcoreMagics
+
+        return AgcoreMagics
+    raise AttributeError(f"module 'agcore_lab.jupyter' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext agcore_lab.jupyter``: the same as ``%load_ext agcore_lab``."""
+    from agcore_lab.jupyter.magics import load_ipython_extension as _load
+
+    _load(ipython)

@@ -1,0 +1,131 @@
+"""CSS for agcore_lab's views, built on JupyterLab's CSS variables so the dark theme works.
+
+Every selector is scoped under ``.agc-view``: the rules are injected with the view's HTML and
+must not restyle anything else on the page. Highlights mix a theme colour with transparency, so
+they read on light and dark backgrounds alike. Fallback values keep exported HTML (nbviewer,
+nbconvert), where the ``--jp-*`` variables are missing, readable.
+"""
+
+from __future__ import annotations
+
+__all__ = ["STYLE", "style_tag"]
+
+
+def _tint(var: str, fallback: str, percent: int) -> str:
+    return f"color-mix(in srgb, var({var}, {fallback}) {percent}%, transparent)"
+
+
+STYLE = f"""
+.agc-view {{
+  color: var(--jp-ui-font-color1, #1f1f1f);
+  background: var(--jp-layout-color1, #ffffff);
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--jp-ui-font-size1, 13px);
+  line-height: 1.45;
+}}
+.agc-view .agc-head {{ margin: 2px 0 6px 0; color: var(--jp-ui-font-color1, #1f1f1f); }}
+.agc-view .agc-head .agc-count {{ margin-left: 8px; color: var(--jp-ui-font-color2, #555); }}
+.agc-view .agc-grid {{
+  display: grid;
+  grid-template-columns: minmax(0, 1fr) minmax(0, 1fr);
+  gap: 2px 8px;
+}}
+.agc-view .agc-colhead {{
+  font-weight: 600;
+  padding: 3px 6px;
+  border-bottom: 2px solid var(--jp-border-color1, #bdbdbd);
+}}
+.agc-view .agc-cell {{
+  border: 1px solid var(--jp-border-color2, #e0e0e0);
+  border-radius: 3px;
+  padding: 3px 6px;
+  min-height: 1.4em;
+  background: var(--jp-layout-color1, #ffffff);
+}}
+.agc-view .agc-empty {{
+  border-style: dashed;
+  background: transparent;
+  opacity: 0.5;
+}}
+.agc-view .agc-shared, .agc-view .agc-equal {{ opacity: 0.62; }}
+.agc-view .agc-changed {{
+  background: {_tint("--jp-warn-color2", "#ffe082", 30)};
+  border-color: var(--jp-warn-color1, #f9a825);
+}}
+.agc-view .agc-right_only {{
+  background: {_tint("--jp-success-color2", "#a5d6a7", 35)};
+  border-color: var(--jp-success-color1, #2e7d32);
+}}
+.agc-view .agc-left_only {{
+  background: {_tint("--jp-error-color2", "#ef9a9a", 30)};
+  border-color: var(--jp-error-color1, #c62828);
+}}
+.agc-view .agc-meta {{
+  font-size: var(--jp-ui-font-size0, 11px);
+  color: var(--jp-ui-font-color2, #555);
+}}
+.agc-view .agc-role {{
+  display: inline-block;
+  padding: 0 5px;
+  border-radius: 8px;
+  font-weight: 600;
+  color: var(--jp-ui-inverse-font-color1, #fff);
+  background: var(--jp-layout-color4, #757575);
+}}
+.agc-view .agc-role-user {{ background: var(--jp-brand-color1, #1976d2); }}
+.agc-view .agc-role-assistant {{ background: var(--jp-success-color1, #2e7d32); }}
+.agc-view .agc-role-tool {{ background: var(--jp-warn-color1, #f57c00); }}
+.agc-view .agc-role-system {{ background: var(--jp-layout-color4, #757575); }}
+.agc-view .agc-text {{
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  font-family: var(--jp-content-font-family, system-ui, sans-serif);
+}}
+.agc-view .agc-tools {{
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 12px);
+  color: var(--jp-ui-font-color2, #555);
+}}
+.agc-view .agc-tools-changed {{ outline: 1px dashed var(--jp-warn-color1, #f9a825); }}
+.agc-view ins {{
+  text-decoration: none;
+  background: {_tint("--jp-success-color1", "#2e7d32", 35)};
+}}
+.agc-view del {{
+  text-decoration: line-through;
+  background: {_tint("--jp-error-color1", "#c62828", 30)};
+}}
+.agc-view .agc-note {{
+  grid-column: 1 / span 2;
+  padding: 3px 6px;
+  color: var(--jp-ui-font-color2, #555);
+  background: var(--jp-layout-color2, #eeeeee);
+  border-radius: 3px;
+  font-style: italic;
+}}
+.agc-view .agc-more-text {{ color: var(--jp-ui-font-color2, #555); font-style: italic; }}
+.agc-view .agc-status {{ color: var(--jp-ui-font-color2, #555); }}
+.agc-view .agc-error {{
+  color: var(--jp-error-color1, #c62828);
+  white-space: pre-wrap;
+  font-family: var(--jp-code-font-family, monospace);
+}}
+.agc-view .agc-preview {{
+  padding: 4px 6px;
+  border-left: 3px solid var(--jp-brand-color1, #1976d2);
+  background: var(--jp-layout-color2, #eeeeee);
+}}
+.agc-view table.agc-table {{ border-collapse: collapse; }}
+.agc-view table.agc-table th, .agc-view table.agc-table td {{
+  padding: 2px 8px;
+  text-align: left;
+  border-bottom: 1px solid var(--jp-border-color2, #e0e0e0);
+}}
+"""
+
+
+def style_tag() -> str:
+    """The ``<style>`` element to put in front of a view's HTML."""
+    return f"<style>{STYLE}</style>"

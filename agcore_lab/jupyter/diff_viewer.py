@@ -1,0 +1,381 @@
+"""``SlotDiffViewer``: two context slots side by side, and a confirmed merge between them.
+
+A thin view over the public API: the diff is :meth:`AgentSession.diff_slots`, the preview is
+:meth:`AgentSession.merge_preview`, the merge is :meth:`AgentSession.merge_slot`. Every button
+has a method a user can call in a cell (:meth:`SlotDiffViewer.preview_merge`,
+:meth:`~SlotDiffViewer.confirm_merge`, :meth:`~SlotDiffViewer.cancel_merge`,
+:meth:`~SlotDiffViewer.refresh`, :meth:`~SlotDiffViewer.show_more`, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import html
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+
+from agcore_lab.agent.slot_diff import DiffRow, SlotDiff
+from agcore_lab.agent.slots import ContextSlot, MergeStrategy
+from agcore_lab.errors import AgcoreError
+from agcore_lab.jupyter._render import render_diff, render_header, render_preview
+from agcore_lab.jupyter._tasks import BackgroundTask
+from agcore_lab.jupyter._theme import style_tag
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.session import AgentSession, MergePreview
+
+__all__ = ["SlotDiffViewer"]
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for an error: ``agcore: <message>`` (the type name for non-agcore errors)."""
+    if isinstance(exc, AgcoreError):
+        text = exc.message
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return "agcore: " + " ".join(text.split())
+
+
+def _button(description: str, *, style: str = "", tooltip: str = "") -> widgets.Button:
+    return widgets.Button(
+        description=description,
+        button_style=style,
+        tooltip=tooltip or description,
+        layout=widgets.Layout(width="auto"),
+    )
+
+
+class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """Two slots of a session side by side, aligned at their fork point, with a merge button.
+
+    The left slot is the merge target, the right slot the one merged from. The shared prefix
+    is collapsed to one line (``Show shared`` expands it); changed messages carry word-level
+    ``<ins>``/``<del>`` marks; messages on one side only are highlighted. Long histories show
+    the last ``page_size`` rows (``Show more`` adds a page).
+
+    Merging takes two steps: ``Merge`` shows what would happen (the preview sentence and the
+    incoming messages), ``Confirm`` runs :meth:`AgentSession.merge_slot` on agcore_lab's
+    background loop (the callback returns at once) and refreshes the view when it is done;
+    ``Cancel`` changes nothing (while a merge runs, it cancels it). Errors appear inline, under
+    the buttons.
+
+    Args:
+        session: The session holding both slots.
+        left_slot: The target slot's name.
+        right_slot: The other slot's name (merged from).
+        page_size: Rows shown at first and added by each ``Show more``.
+
+    Raises:
+        SlotNotFoundError: Either slot is unknown.
+
+    Example:
+        >>> from agcore_lab import Agent, AgentSession, ScriptedModel
+        >>> session = AgentSession(Agent(name="demo", model=ScriptedModel(["hi!", "more"])))
+        >>> _ = session.submit_turn_sync("hello")
+        >>> _ = session.fork_slot_sync("alt", switch=True)
+        >>> _ = session.submit_turn_sync("go on")
+        >>> viewer = SlotDiffViewer(session, "main", "alt")
+        >>> viewer.diff.counts["right_only"]
+        2
+        >>> print(viewer.preview_merge().describe())
+        This will append 2 message(s) from 'alt' to 'main' (2 -> 4 messages).
+        >>> viewer.confirm_merge().wait(10)
+        True
+        >>> viewer.diff.identical
+        True
+
+    Notes:
+        The completion callback runs on the background loop's thread; it only sets widget
+        traits, which is safe there. ``viewer.task.wait()`` blocks until the view is updated.
+    """
+
+    def __init__(
+        self,
+        session: AgentSession,
+        left_slot: str,
+        right_slot: str,
+        *,
+        page_size: int = 200,
+    ) -> None:
+        self.session = session
+        self.left_slot_id = left_slot
+        self.right_slot_id = right_slot
+        self.page_size = max(1, page_size)
+        self.limit = self.page_size
+        self.shared_expanded = False
+        self.pending_preview: MergePreview | None = None
+        self.task: BackgroundTask[ContextSlot] | None = None
+        self.last_error: BaseException | None = None
+        self._quiet = False
+        self.diff: SlotDiff = session.diff_slots(left_slot, right_slot)
+
+        self.style_html = widgets.HTML(style_tag())
+        self.header_html = widgets.HTML()
+        # No margin: with width 100% the default widget margin pushes the right column out.
+        self.body_html = widgets.HTML(layout=widgets.Layout(width="100%", margin="0"))
+        self.shared_button = _button("Show shared", tooltip="Expand the shared prefix")
+        self.more_button = _button("Show more", tooltip="Show earlier rows")
+        self.refresh_button = _button("Refresh", tooltip="Read both slots again")
+        self.strategy_dropdown = widgets.Dropdown(
+            options=[(s.name, s) for s in MergeStrategy],
+            value=MergeStrategy.Append,
+            description="Strategy:",
+            layout=widgets.Layout(width="220px"),
+        )
+        self.merge_button = _button(
+            f"Merge {right_slot} → {left_slot}",
+            style="primary",
+            tooltip=f"Preview merging {right_slot!r} into {left_slot!r}",
+        )
+        self.preview_html = widgets.HTML()
+        self.confirm_button = _button("Confirm", style="danger", tooltip="Run the merge")
+        self.cancel_button = _button("Cancel", tooltip="Close the preview, or stop a running merge")
+        self.confirm_box = widgets.VBox(
+            [self.preview_html, widgets.HBox([self.confirm_button, self.cancel_button])],
+            layout=widgets.Layout(display="none"),
+        )
+        self.status_html = widgets.HTML()
+        self.error_html = widgets.HTML()
+        controls = widgets.HBox(
+            [
+                self.shared_button,
+                self.more_button,
+                self.refresh_button,
+                self.strategy_dropdown,
+                self.merge_button,
+            ],
+            layout=widgets.Layout(flex_flow="row wrap"),
+        )
+        super().__init__(
+            [
+                self.style_html,
+                self.header_html,
+                self.body_html,
+                controls,
+                self.confirm_box,
+                self.status_html,
+                self.error_html,
+            ]
+        )
+        self.add_class("agc-view")
+        self.add_class("agc-diff-viewer")
+
+        self.shared_button.on_click(lambda _: self.toggle_shared())
+        self.more_button.on_click(lambda _: self.show_more())
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self.merge_button.on_click(lambda _: self.preview_merge())
+        self.confirm_button.on_click(lambda _: self.confirm_merge())
+        self.cancel_button.on_click(lambda _: self.cancel_merge())
+        self.strategy_dropdown.observe(self._strategy_changed, names="value")
+        self._render()
+        self.set_status(self.diff.summary())
+
+    # -- what is shown ----------------------------------------------------------------------
+
+    @property
+    def strategy(self) -> MergeStrategy:
+        """The merge strategy picked in the dropdown."""
+        return MergeStrategy(self.strategy_dropdown.value)
+
+    @property
+    def preview_visible(self) -> bool:
+        """Whether the merge preview with Confirm / Cancel is showing."""
+        return self.confirm_box.layout.display != "none"
+
+    def visible_rows(self) -> tuple[tuple[DiffRow, ...], int, int]:
+        """The rows drawn now, the shared rows folded away, and earlier rows cut by the page."""
+        rows = self.diff.rows if self.shared_expanded else self.diff.tail
+        hidden_shared = 0 if self.shared_expanded else self.diff.fork_index
+        hidden_earlier = max(0, len(rows) - self.limit)
+        return rows[hidden_earlier:], hidden_shared, hidden_earlier
+
+    def _render(self) -> None:
+        rows, hidden_shared, hidden_earlier = self.visible_rows()
+        left = self.session.slots.get(self.left_slot_id)
+        right = self.session.slots.get(self.right_slot_id)
+        self.header_html.value = render_header(
+            self.diff,
+            len(left.messages) if left else 0,
+            len(right.messages) if right else 0,
+        )
+        self.body_html.value = render_diff(
+            self.diff, rows, hidden_shared=hidden_shared, hidden_earlier=hidden_earlier
+        )
+        shared = self.diff.fork_index
+        self.shared_button.description = (
+            "Hide shared" if self.shared_expanded else f"Show shared ({shared})"
+        )
+        self.shared_button.disabled = shared == 0
+        self.more_button.disabled = hidden_earlier == 0
+        self.more_button.description = (
+            f"Show more ({hidden_earlier} hidden)" if hidden_earlier else "Show more"
+        )
+
+    def set_status(self, text: str) -> None:
+        """Show ``text`` on the status line."""
+        self.status_html.value = f'<div class="agc-status">{html.escape(text)}</div>'
+
+    def show_error(self, exc: BaseException | None) -> None:
+        """Show an error under the buttons (``None`` clears it); kept in ``last_error``."""
+        self.last_error = exc
+        self.error_html.value = (
+            "" if exc is None else f'<div class="agc-error">{html.escape(error_line(exc))}</div>'
+        )
+
+    def toggle_shared(self, expanded: bool | None = None) -> None:
+        """Expand or fold the shared prefix (flip it when ``expanded`` is ``None``)."""
+        self.shared_expanded = not self.shared_expanded if expanded is None else expanded
+        self._render()
+
+    def show_more(self, rows: int | None = None) -> None:
+        """Show ``rows`` more earlier rows (a page by default)."""
+        self.limit += rows or self.page_size
+        self._render()
+
+    def refresh(self) -> None:
+        """Read both slots again and redraw (an open merge preview is recomputed too)."""
+        try:
+            self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
+        except AgcoreError as exc:
+            self.show_error(exc)
+            return
+        self._render()
+        if self.preview_visible:
+            self.preview_merge()
+
+    # -- merging ----------------------------------------------------------------------------
+
+    def _set_busy(self, busy: bool) -> None:
+        # Cancel stays enabled: while a merge runs, it cancels it.
+        for button in (self.merge_button, self.confirm_button, self.refresh_button):
+            button.disabled = busy
+        self.strategy_dropdown.disabled = busy
+
+    def _strategy_changed(self, _change: object) -> None:
+        if self.preview_visible and not self._quiet:
+            self.preview_merge()
+
+    def preview_merge(self, strategy: MergeStrategy | str | None = None) -> MergePreview | None:
+        """Show what merging the right slot into the left one would do, and Confirm / Cancel.
+
+        Args:
+            strategy: Pick this strategy in the dropdown first.
+
+        Returns:
+            The preview, or ``None`` if it could not be made (the error is shown inline).
+        """
+        if strategy is not None:
+            self._quiet = True  # the dropdown's observer would compute the preview again
+            try:
+                self.strategy_dropdown.value = MergeStrategy(strategy)
+            finally:
+                self._quiet = False
+        try:
+            preview = self.session.merge_preview(
+                self.right_slot_id, into=self.left_slot_id, strategy=self.strategy
+            )
+        except AgcoreError as exc:
+            self.show_error(exc)
+            return None
+        self.show_error(None)
+        self.pending_preview = preview
+        self.preview_html.value = render_preview(preview)
+        self.confirm_box.layout.display = "flex"
+        self.set_status("Check the preview, then Confirm or Cancel.")
+        return preview
+
+    def cancel_merge(self) -> None:
+        """Close the preview without merging, or cancel the merge that is running.
+
+        A merge is written in one transaction at its end, so cancelling it while it waits
+        for the model (Summarize) leaves both slots as they were.
+        """
+        if self.task is not None and not self.task.done:
+            self.task.cancel()
+            return
+        self._close_preview()
+        self.set_status("Merge cancelled; nothing changed.")
+
+    def _close_preview(self) -> None:
+        self.pending_preview = None
+        self.confirm_box.layout.display = "none"
+        self.preview_html.value = ""
+
+    @staticmethod
+    def _same(a: MergePreview, b: MergePreview) -> bool:
+        return (a.strategy, a.before, a.after, [m.id for m in a.incoming]) == (
+            b.strategy,
+            b.before,
+            b.after,
+            [m.id for m in b.incoming],
+        )
+
+    def confirm_merge(self) -> BackgroundTask[ContextSlot] | None:
+        """Run the previewed merge on the background loop; the view updates when it ends.
+
+        If the slots changed since the preview was shown, the new preview is shown instead and
+        nothing is merged (confirm again). Returns the running task (``task.wait()`` blocks
+        until the view is updated), or ``None`` when nothing was started.
+        """
+        shown = self.pending_preview
+        if shown is None or (self.task is not None and not self.task.done):
+            return None
+        current = self.preview_merge(shown.strategy)
+        if current is None:
+            return None
+        if not self._same(shown, current):
+            self.set_status("The slots changed since the preview: check it and confirm again.")
+            return None
+        strategy = current.strategy
+        self._set_busy(True)
+        self.set_status(
+            f"Merging {self.right_slot_id!r} into {self.left_slot_id!r} ({strategy.value})…"
+        )
+        coro = self.session.merge_slot(
+            self.right_slot_id, into=self.left_slot_id, strategy=strategy
+        )
+        self.task = BackgroundTask(
+            coro,
+            on_success=lambda target: self._merged(target, strategy),
+            on_error=self._merge_failed,
+        )
+        return self.task
+
+    def _merged(self, target: ContextSlot, strategy: MergeStrategy) -> None:
+        self._close_preview()
+        self._set_busy(False)
+        self.show_error(None)
+        self.refresh()
+        self.set_status(
+            f"Merged {self.right_slot_id!r} into {target.slot_id!r} ({strategy.value}): "
+            f"{target.slot_id!r} now has {len(target.messages)} messages."
+        )
+
+    def _merge_failed(self, exc: BaseException) -> None:
+        self._set_busy(False)
+        if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
+            self.show_error(None)
+            self._close_preview()
+            self.refresh()
+            self.set_status("Merge cancelled.")
+            return
+        self.show_error(exc)
+        self.set_status("Merge failed; nothing changed.")
+
+    # -- reprs ------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"SlotDiffViewer({self.diff.summary()})"
+
+    def _repr_html_(self) -> str:
+        # Static fallback for nbviewer / exported HTML: the same grid, no buttons.
+        rows, hidden_shared, hidden_earlier = self.visible_rows()
+        grid = render_diff(
+            self.diff, rows, hidden_shared=hidden_shared, hidden_earlier=hidden_earlier
+        )
+        return (
+            f'{style_tag()}<div class="agc-view">{self.header_html.value}{grid}'
+            f"{self.status_html.value}</div>"
+        )

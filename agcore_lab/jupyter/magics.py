@@ -1,0 +1,295 @@
+"""The ``%agcore`` / ``%%agcore`` magics: chat, slots, fork, switch, merge, diff, help.
+
+Load them with ``%load_ext agcore_lab``. Every command is a thin wrapper over the public
+``AgentSession`` API (its ``*_sync`` twins, which run on agcore_lab's background loop — the
+kernel's own loop is already running in a notebook).
+
+Sessions: ``--session NAME`` names a variable in the notebook holding an ``AgentSession``; if
+there is no such variable, a session the magics keep under that name (``%%agcore chat`` creates
+it on first use, with the offline ``ScriptedModel`` and an in-memory store). Without
+``--session``, the session used last (``default`` at first).
+
+Errors never print a traceback: usage mistakes and engine errors are one line,
+``agcore: <message>``, on stderr.
+
+Example (in a notebook)::
+
+    %load_ext agcore_lab
+    %%agcore chat --session s
+    What is a context slot?
+
+    %agcore fork alt
+    %agcore diff main alt
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.session import AgentSession
+from agcore_lab.agent.slots import MergeStrategy
+from agcore_lab.errors import AgcoreError
+from agcore_lab.llm.scripted import ScriptedModel
+
+__all__ = ["AgcoreMagics", "load_ipython_extension"]
+
+DEFAULT_SESSION = "default"
+_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+HELP = """\
+%agcore commands (each takes --session NAME):
+  %%agcore chat       send the cell as a user turn and show the reply
+  %agcore slots       list the slots (id, messages, mode, parent; * marks the current one)
+  %agcore fork NAME   fork the current slot into NAME and switch to it
+                      [--no-switch] [--from SLOT]
+  %agcore switch NAME make NAME the current slot
+  %agcore merge NAME  merge slot NAME into its parent
+                      [--into SLOT] [--strategy append|replace|summarize]
+  %agcore diff A B    show slots A and B side by side, with a merge button
+  %agcore help        this list
+--session NAME: a variable holding an AgentSession, or a session kept by these magics under
+that name (the first %%agcore chat makes it). Without it: the session used last."""
+
+
+class _CommandError(Exception):
+    """A usage mistake in a magic line: shown as one ``agcore:`` line."""
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_M = TypeVar("_M", bound=type)
+# IPython's decorators are untyped; these aliases keep mypy's strict checks on our functions.
+_line_cell_magic = cast(Callable[[_F], _F], line_cell_magic)
+_magics_class = cast(Callable[[_M], _M], magics_class)
+
+
+def _command(name: str, usage: str, *arguments: Any) -> Callable[..., Any]:
+    """An argument spec for one command, for ``parse_argstring`` (the magic_arguments way)."""
+
+    def spec(line: str) -> None:
+        pass
+
+    spec.__doc__ = usage
+    # Decorators apply bottom-up; applying in reverse keeps the arguments in the given order.
+    for arg in reversed(arguments):
+        spec = arg(spec)
+    return cast(Callable[..., Any], magic_arguments(name=f"agcore {name}")(spec))
+
+
+_SESSION = argument("--session", "-s", default=None, help="session variable or name")
+_CHAT = _command("chat", "Send the cell as a user turn.", _SESSION)
+_SLOTS = _command("slots", "List the session's slots.", _SESSION)
+_FORK = _command(
+    "fork",
+    "Fork a slot (the current one by default) and switch to the new slot.",
+    argument("name", help="the new slot's name"),
+    argument("--from", dest="from_slot", default=None, help="fork this slot (default: current)"),
+    argument("--no-switch", action="store_true", help="stay on the current slot"),
+    _SESSION,
+)
+_SWITCH = _command("switch", "Make a slot current.", argument("name", help="the slot"), _SESSION)
+_MERGE = _command(
+    "merge",
+    "Merge a slot into another (its parent by default).",
+    argument("name", help="the slot to merge from"),
+    argument("--into", default=None, help="the target slot (default: NAME's parent)"),
+    argument(
+        "--strategy",
+        default="append",
+        type=str.lower,
+        choices=[s.value for s in MergeStrategy],
+        help="append, replace or summarize",
+    ),
+    _SESSION,
+)
+_DIFF = _command(
+    "diff",
+    "Show two slots side by side.",
+    argument("left", help="the left slot (merge target)"),
+    argument("right", help="the right slot (merged from)"),
+    _SESSION,
+)
+
+
+def _parse(spec: Callable[..., Any], line: str) -> Any:
+    try:
+        return parse_argstring(spec, line)
+    except UsageError as exc:
+        raise _CommandError(str(exc)) from None
+    except SystemExit:
+        # argparse exits after printing --help; the usage is already on screen.
+        raise _CommandError("see the usage above") from None
+
+
+def _slots_table(session: AgentSession) -> dict[str, str]:
+    rows = [
+        (
+            "*" if sid == session.current_slot_id else "",
+            sid,
+            str(len(slot.messages)),
+            slot.mode.value,
+            slot.parent_slot_id or "",
+        )
+        for sid, slot in session.slots.items()
+    ]
+    header = ("", "slot", "messages", "mode", "parent")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+    text = "\n".join(
+        ["  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+        + [line.rstrip() for line in lines]
+    )
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
+    )
+    heads = "".join(f"<th>{h}</th>" for h in ("current", "slot", "messages", "mode", "parent"))
+    title = f"session <code>{html.escape(session.session_id)}</code>"
+    table = f'<table class="agc-table"><tr>{heads}</tr>{cells}</table>'
+    return {
+        "text/plain": text,
+        "text/html": f'<div class="agc-view agc-slots">{title}{table}</div>',
+    }
+
+
+@_magics_class
+class AgcoreMagics(Magics):
+    """``%agcore`` (line) and ``%%agcore`` (cell): drive agcore_lab sessions from a notebook.
+
+    ``%agcore help`` lists the commands. Sessions created by the magics are kept in
+    ``sessions`` (name → ``AgentSession``); ``last_session`` is the name used last.
+    """
+
+    def __init__(self, shell: Any = None) -> None:
+        super().__init__(shell)
+        self.sessions: dict[str, AgentSession] = {}
+        self.last_session: str = DEFAULT_SESSION
+
+    @_line_cell_magic
+    def agcore(self, line: str, cell: str | None = None) -> None:
+        """Run one ``%agcore`` command; see ``%agcore help``."""
+        command, rest = ([*line.split(None, 1), "", ""])[:2]
+        handlers: dict[str, Callable[[str, str | None], None]] = {
+            "chat": self._chat,
+            "slots": self._slots,
+            "fork": self._fork,
+            "switch": self._switch,
+            "merge": self._merge,
+            "diff": self._diff,
+            "help": self._help,
+        }
+        try:
+            handler = handlers.get(command)
+            if handler is None:
+                what = f"unknown command {command!r}" if command else "no command given"
+                raise _CommandError(f"{what}; commands: {', '.join(handlers)} (%agcore help)")
+            handler(rest, cell)
+        except (_CommandError, AgcoreError) as exc:
+            text = exc.message if isinstance(exc, AgcoreError) else str(exc)
+            print("agcore: " + " ".join(text.split()), file=sys.stderr)
+
+    # -- session resolution -----------------------------------------------------------------
+
+    def resolve(self, name: str | None, *, create: bool = False) -> AgentSession:
+        """The session for ``--session name`` (``None``: the one used last).
+
+        A variable of that name in the user namespace wins; otherwise a session kept by the
+        magics; ``create=True`` makes one (ScriptedModel, in-memory store) if there is none.
+        """
+        key = name or self.last_session
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        if key in namespace:
+            value = namespace[key]
+            if not isinstance(value, AgentSession):
+                raise _CommandError(
+                    f"variable {key!r} holds a {type(value).__name__}, not an AgentSession"
+                )
+            self.last_session = key
+            return value
+        session = self.sessions.get(key)
+        if session is None:
+            if not create:
+                if name is None and key == DEFAULT_SESSION:
+                    raise _CommandError(
+                        "no session yet: run '%%agcore chat' first, or pass --session with "
+                        "a variable holding an AgentSession"
+                    )
+                raise _CommandError(
+                    f"no session {key!r}: no variable of that name holds one and the magics "
+                    f"keep none; start one with '%%agcore chat --session {key}'"
+                )
+            if not _NAME.match(key):
+                raise _CommandError(
+                    f"session name {key!r} must be 1-64 letters, digits, '_', '.', ':' or '-'"
+                )
+            session = AgentSession(Agent(name=key, model=ScriptedModel()))
+            self.sessions[key] = session
+            print(
+                f"agcore: created session {key!r} (offline ScriptedModel, in-memory store); "
+                "pass --session with a variable holding your own AgentSession to use it instead"
+            )
+        self.last_session = key
+        return session
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def _chat(self, rest: str, cell: str | None) -> None:
+        args = _parse(_CHAT, rest)
+        if cell is None or not cell.strip():
+            raise _CommandError("chat sends the cell: write '%%agcore chat' and the message below")
+        session = self.resolve(args.session, create=True)
+        result = session.submit_turn_sync(cell.strip())
+        display({"text/markdown": result.reply, "text/plain": result.reply}, raw=True)
+
+    def _slots(self, rest: str, _cell: str | None) -> None:
+        args = _parse(_SLOTS, rest)
+        display(_slots_table(self.resolve(args.session)), raw=True)
+
+    def _fork(self, rest: str, _cell: str | None) -> None:
+        args = _parse(_FORK, rest)
+        session = self.resolve(args.session)
+        source = args.from_slot or session.current_slot_id
+        child = session.fork_slot_sync(args.name, from_slot=source, switch=not args.no_switch)
+        print(
+            f"forked {source!r} into {child.slot_id!r} ({len(child.messages)} messages); "
+            f"current slot: {session.current_slot_id!r}"
+        )
+
+    def _switch(self, rest: str, _cell: str | None) -> None:
+        args = _parse(_SWITCH, rest)
+        session = self.resolve(args.session)
+        slot = session.switch_slot_sync(args.name)
+        print(f"current slot: {slot.slot_id!r} ({len(slot.messages)} messages)")
+
+    def _merge(self, rest: str, _cell: str | None) -> None:
+        args = _parse(_MERGE, rest)
+        session = self.resolve(args.session)
+        preview = session.merge_preview(args.name, into=args.into, strategy=args.strategy)
+        target = session.merge_slot_sync(args.name, into=args.into, strategy=args.strategy)
+        print(
+            f"merged {args.name!r} into {target.slot_id!r} ({preview.strategy.value}): "
+            f"{preview.before} -> {len(target.messages)} messages"
+        )
+
+    def _diff(self, rest: str, _cell: str | None) -> None:
+        args = _parse(_DIFF, rest)
+        session = self.resolve(args.session)
+        from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
+
+        display(SlotDiffViewer(session, args.left, args.right))
+
+    def _help(self, _rest: str, _cell: str | None) -> None:
+        print(HELP)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the ``%agcore`` magics (``%load_ext agcore_lab``)."""
+    ipython.register_magics(AgcoreMagics)
