@@ -17,12 +17,14 @@ from agcore_lab.agent import (
     MergeStrategy,
     RuntimeBundle,
     SessionMemory,
+    SlotDiff,
     SlotMode,
     SummaryConfig,
     ToolCallStarted,
     ToolResultReady,
     TurnDone,
     TurnResult,
+    diff_slots,
 )
 from agcore_lab.errors import (
     AgcoreError,
@@ -88,6 +90,7 @@ __all__ = [
     "ScriptedModel",
     "SessionMemory",
     "SessionNotFoundError",
+    "SlotDiff",
     "SlotMode",
     "SlotNotFoundError",
     "SqliteStore",
@@ -109,6 +112,7 @@ __all__ = [
     "UserError",
     "UserMessage",
     "__version__",
+    "diff_slots",
     "load_ipython_extension",
 ]
 

@@ -9,7 +9,9 @@ from agcore_lab.agent.events import (
     TurnResult,
 )
 from agcore_lab.agent.memory import SessionMemory
-from agcore_lab.agent.session import AgentSession, MergePreview
+from agcore_lab.agent.session import AgentSession
+from agcore_lab.agent.slot_diff import SlotDiff, diff_slots
+from agcore_lab.agent.slot_ops import MergePreview
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode
 from agcore_lab.agent.summary import SummaryConfig
 
@@ -21,6 +23,7 @@ __all__ = [
     "MergeStrategy",
     "RuntimeBundle",
     "SessionMemory",
+    "SlotDiff",
     "SlotMode",
     "SummaryConfig",
     "ToolCallStarted",
@@ -29,4 +32,5 @@ __all__ = [
     "TurnEvent",
     "TurnHook",
     "TurnResult",
+    "diff_slots",
 ]

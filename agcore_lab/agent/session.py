@@ -16,15 +16,14 @@ import html
 import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.memory import SessionMemory
-from agcore_lab.agent.slot_diff import SlotDiff, diff_slots
-from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode, validate_slot_id
-from agcore_lab.agent.summary import MERGE_SUMMARY_PROMPT, SummaryConfig, request_summary
+from agcore_lab.agent.slot_ops import SlotOperations
+from agcore_lab.agent.slots import ContextSlot, SlotMode
+from agcore_lab.agent.summary import SummaryConfig, request_summary
 from agcore_lab.agent.turn import TurnDraft, run_turn
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
@@ -35,12 +34,12 @@ from agcore_lab.errors import (
     SlotNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import AssistantMessage, Message
+from agcore_lab.llm.messages import Message
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import SessionRecord, Store
 
-__all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession", "MergePreview"]
+__all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
 
 logger = logging.getLogger("agcore_lab")
 
@@ -48,46 +47,7 @@ MAIN_SLOT = "main"
 SUMMARY_KEY = "conversation_summary"
 
 
-@dataclass(frozen=True)
-class MergePreview:
-    """What a merge would do, without doing it.
-
-    Attributes:
-        source: The slot merged from.
-        target: The slot merged into.
-        strategy: The strategy.
-        before: The target's message count now.
-        incoming: The messages that would be appended (Append), the new history (Replace), or
-            the messages the model would condense into one (Summarize).
-        after: The target's message count after the merge.
-    """
-
-    source: str
-    target: str
-    strategy: MergeStrategy
-    before: int
-    incoming: list[Message]
-    after: int
-
-    def describe(self) -> str:
-        """One sentence for a confirmation prompt."""
-        n = len(self.incoming)
-        if self.strategy is MergeStrategy.Append:
-            what = f"append {n} message(s) from {self.source!r} to {self.target!r}"
-        elif self.strategy is MergeStrategy.Replace:
-            what = (
-                f"replace the {self.before} message(s) of {self.target!r} "
-                f"with the {n} of {self.source!r}"
-            )
-        else:
-            what = (
-                f"condense {n} message(s) of {self.source!r} "
-                f"into 1 summary message in {self.target!r}"
-            )
-        return f"This will {what} ({self.before} -> {self.after} messages)."
-
-
-class AgentSession:
+class AgentSession(SlotOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -401,127 +361,6 @@ class AgentSession:
         )
         return text
 
-    # -- slots ------------------------------------------------------------------------------
-
-    async def fork_slot(
-        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
-    ) -> ContextSlot:
-        """Fork a slot (the current one by default) into a new slot ``child_id``.
-
-        Args:
-            child_id: The new slot's name.
-            from_slot: The slot to fork; the current slot by default.
-            switch: Make the new slot current.
-
-        Raises:
-            InvalidInputError: ``child_id`` is malformed or already used.
-            SlotNotFoundError: ``from_slot`` does not exist.
-        """
-        async with self._lock:
-            validate_slot_id(child_id)
-            if child_id in self.slots:
-                raise InvalidInputError(
-                    f"slot {child_id!r} exists already; pick another name",
-                    session_id=self.session_id,
-                    slot_id=child_id,
-                )
-            child = self.slot(from_slot or self.current_slot_id).fork(child_id)
-            current = child_id if switch else self.current_slot_id
-            self.store.commit(
-                self._record(current_slot_id=current), slots=[child.to_record(self.session_id)]
-            )
-            self.slots[child_id] = child
-            self.current_slot_id = current
-            return child
-
-    async def switch_slot(self, slot_id: str) -> ContextSlot:
-        """Make ``slot_id`` the current slot. Raises ``SlotNotFoundError`` if it is unknown."""
-        async with self._lock:
-            slot = self.slot(slot_id)
-            self.store.commit(self._record(current_slot_id=slot_id))
-            self.current_slot_id = slot_id
-            return slot
-
-    def diff_slots(self, left: str, right: str) -> SlotDiff:
-        """Compare two slots message by message (see :func:`agcore_lab.agent.slot_diff.diff_slots`).
-
-        Raises:
-            SlotNotFoundError: Either slot is unknown.
-        """
-        return diff_slots(self.slot(left), self.slot(right))
-
-    def merge_preview(
-        self,
-        child_id: str,
-        *,
-        into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
-    ) -> MergePreview:
-        """Describe what :meth:`merge_slot` would do, changing nothing."""
-        child, target = self._merge_pair(child_id, into)
-        strategy = MergeStrategy(strategy)
-        before = len(target.messages)
-        if strategy is MergeStrategy.Replace:
-            incoming, after = list(child.messages), len(child.messages)
-        elif strategy is MergeStrategy.Append:
-            incoming = child.new_messages()
-            after = before + len(incoming)
-        else:
-            incoming, after = child.new_messages(), before + 1
-        return MergePreview(child.slot_id, target.slot_id, strategy, before, incoming, after)
-
-    def _merge_pair(self, child_id: str, into: str | None) -> tuple[ContextSlot, ContextSlot]:
-        child = self.slot(child_id)
-        target = self.slot(into or child.parent_slot_id or self.current_slot_id)
-        if target.slot_id == child.slot_id:
-            raise InvalidInputError(
-                "cannot merge a slot into itself", session_id=self.session_id, slot_id=child_id
-            )
-        return child, target
-
-    async def merge_slot(
-        self,
-        child_id: str,
-        *,
-        into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
-    ) -> ContextSlot:
-        """Merge slot ``child_id`` into ``into`` (its parent slot by default).
-
-        Summarize asks the model (the summary model if configured) to condense the child's
-        new messages into one assistant message. Returns the updated target slot.
-
-        Raises:
-            SlotNotFoundError: Either slot is unknown.
-            InvalidInputError: Merging a slot into itself, or an unknown strategy.
-        """
-        strategy = MergeStrategy(strategy)
-        async with self._lock:
-            child, target = (s.copy() for s in self._merge_pair(child_id, into))
-            summary: Message | None = None
-            cost = self.cost_tracker.model_copy(deep=True)
-            if strategy is MergeStrategy.Summarize:
-                config = self.agent.summary_config or SummaryConfig()
-                model = config.summary_model or self.agent.model
-                response = await request_summary(
-                    model, config, child.new_messages(), prompt=MERGE_SUMMARY_PROMPT
-                )
-                cost.record(response.model, response.usage)
-                summary = AssistantMessage(
-                    content=f"[Summary of slot {child.slot_id!r}] {response.message.content or ''}",
-                    metadata={"merged_from": child.slot_id, "strategy": strategy.value},
-                )
-            links = target.merge(child, strategy, summary=summary)
-            self.store.commit(
-                self._record(spend=cost.by_model),
-                messages=[summary] if summary is not None else [],
-                links=links,
-                slots=[target.to_record(self.session_id), child.to_record(self.session_id)],
-            )
-            self.slots[target.slot_id], self.slots[child.slot_id] = target, child
-            self.cost_tracker = cost
-            return target
-
     # -- sync twins -------------------------------------------------------------------------
 
     def submit_turn_sync(self, text: str) -> TurnResult:
@@ -535,23 +374,3 @@ class AgentSession:
     def summarize_sync(self, slot_id: str | None = None) -> str:
         """Blocking twin of :meth:`summarize`."""
         return run_sync(self.summarize(slot_id))
-
-    def fork_slot_sync(
-        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
-    ) -> ContextSlot:
-        """Blocking twin of :meth:`fork_slot`."""
-        return run_sync(self.fork_slot(child_id, from_slot=from_slot, switch=switch))
-
-    def switch_slot_sync(self, slot_id: str) -> ContextSlot:
-        """Blocking twin of :meth:`switch_slot`."""
-        return run_sync(self.switch_slot(slot_id))
-
-    def merge_slot_sync(
-        self,
-        child_id: str,
-        *,
-        into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
-    ) -> ContextSlot:
-        """Blocking twin of :meth:`merge_slot`."""
-        return run_sync(self.merge_slot(child_id, into=into, strategy=strategy))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from agcore_lab.agent.session import MergePreview
 from agcore_lab.agent.slot_diff import DiffRow, Segment, SlotDiff, tool_call_lines
+from agcore_lab.agent.slot_ops import MergePreview
 from agcore_lab.llm.messages import Message, ToolMessage
 
 __all__ = ["MAX_TEXT_CHARS", "render_diff", "render_header", "render_preview"]

@@ -24,7 +24,8 @@ from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 
 if TYPE_CHECKING:
-    from agcore_lab.agent.session import AgentSession, MergePreview
+    from agcore_lab.agent.session import AgentSession
+    from agcore_lab.agent.slot_ops import MergePreview
 
 __all__ = ["SlotDiffViewer"]
 
