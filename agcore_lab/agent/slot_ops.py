@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.slot_diff import SlotDiff, diff_slots
-from agcore_lab.agent.slots import ContextSlot, MergeStrategy, validate_slot_id
+from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode, validate_slot_id
 from agcore_lab.agent.summary import MERGE_SUMMARY_PROMPT, SummaryConfig, request_summary
 from agcore_lab.aio import CrossLoopLock, run_sync
 from agcore_lab.errors import InvalidInputError
@@ -119,6 +119,71 @@ class SlotOperations:
             self.current_slot_id = slot_id
             return slot
 
+    async def set_slot_mode(
+        self,
+        mode: SlotMode | str,
+        *,
+        slot_id: str | None = None,
+        recent_window: int | None = None,
+        summary_override: str | None = None,
+    ) -> ContextSlot:
+        """Set how a slot (the current one by default) builds the model's context.
+
+        Args:
+            mode: ``SlotMode.Full`` (every message) or ``SlotMode.Focused`` (summary override,
+                pinned messages and the recent window).
+            slot_id: The slot; the current slot by default.
+            recent_window: How many recent messages Focused mode keeps (unchanged if None).
+            summary_override: Replace the slot's summary override (unchanged if None).
+
+        Raises:
+            SlotNotFoundError: Unknown slot.
+            InvalidInputError: Unknown mode, or ``recent_window`` below 1.
+        """
+        try:
+            mode = SlotMode(mode)
+        except ValueError:
+            raise InvalidInputError(
+                f"unknown slot mode {mode!r}; use 'full' or 'focused'", session_id=self.session_id
+            ) from None
+        if recent_window is not None and recent_window < 1:
+            raise InvalidInputError("recent_window must be at least 1", session_id=self.session_id)
+        async with self._lock:
+            draft = self.slot(slot_id or self.current_slot_id).copy()
+            draft.mode = mode
+            if recent_window is not None:
+                draft.recent_window = recent_window
+            if summary_override is not None:
+                draft.summary_override = summary_override
+            return self._save_slot(draft)
+
+    async def pin_message(
+        self, message_id: str, *, slot_id: str | None = None, pinned: bool = True
+    ) -> ContextSlot:
+        """Pin a message so Focused mode always sends it (``pinned=False`` unpins it).
+
+        Raises:
+            SlotNotFoundError: Unknown slot.
+            InvalidInputError: The slot has no message with that id.
+        """
+        async with self._lock:
+            draft = self.slot(slot_id or self.current_slot_id).copy()
+            if all(m.id != message_id for m in draft.messages):
+                raise InvalidInputError(
+                    f"slot {draft.slot_id!r} has no message {message_id!r}",
+                    session_id=self.session_id,
+                    slot_id=draft.slot_id,
+                )
+            draft.pinned_ids = [i for i in draft.pinned_ids if i != message_id]
+            if pinned:
+                draft.pinned_ids.append(message_id)
+            return self._save_slot(draft)
+
+    def _save_slot(self, draft: ContextSlot) -> ContextSlot:
+        self.store.commit(self._record(), slots=[draft.to_record(self.session_id)])
+        self.slots[draft.slot_id] = draft
+        return draft
+
     def diff_slots(self, left: str, right: str) -> SlotDiff:
         """Compare two slots message by message (see :func:`agcore_lab.agent.slot_diff.diff_slots`).
 
@@ -208,6 +273,30 @@ class SlotOperations:
     def switch_slot_sync(self, slot_id: str) -> ContextSlot:
         """Blocking twin of :meth:`switch_slot`."""
         return run_sync(self.switch_slot(slot_id))
+
+    def set_slot_mode_sync(
+        self,
+        mode: SlotMode | str,
+        *,
+        slot_id: str | None = None,
+        recent_window: int | None = None,
+        summary_override: str | None = None,
+    ) -> ContextSlot:
+        """Blocking twin of :meth:`set_slot_mode`."""
+        return run_sync(
+            self.set_slot_mode(
+                mode,
+                slot_id=slot_id,
+                recent_window=recent_window,
+                summary_override=summary_override,
+            )
+        )
+
+    def pin_message_sync(
+        self, message_id: str, *, slot_id: str | None = None, pinned: bool = True
+    ) -> ContextSlot:
+        """Blocking twin of :meth:`pin_message`."""
+        return run_sync(self.pin_message(message_id, slot_id=slot_id, pinned=pinned))
 
     def merge_slot_sync(
         self,
