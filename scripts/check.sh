@@ -11,6 +11,14 @@ echo "== ruff check"
 ruff check .
 echo "== mypy"
 mypy
+# The browser tests want Debian's Chromium: install it where it is missing and we can (as
+# root with apt); otherwise the fixture falls back to Playwright's own browser, or skips.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== installing Debian's chromium for the browser tests"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== pytest: tests/, notebooks/ (nbval) and docstring examples"
 python -m pytest tests notebooks agcore_lab --doctest-modules --ignore=agcore_lab/__main__.py \
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
