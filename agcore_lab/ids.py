@@ -4,8 +4,9 @@ Ids sort by creation time as plain strings, so "newest first" is an index scan. 
 process the generator is strictly monotonic (two ids made in the same nanosecond still sort in
 the order they were made); across processes the random tail keeps them unique.
 
-Format: ``<prefix>_<16 hex digits of nanoseconds><8 hex random>``, e.g.
-``ses_18a3c1f0b2e4d5a60f3c9b21``.
+Format: ``<prefix>_`` then 13 base-32 digits of the nanosecond clock and 4 random base-32
+digits, e.g. ``ses_1hqk9c5e2d7r80f3c``. The digits ``0-9a-z`` without ``i l o u`` are in ASCII
+order, so string order is time order; 17 characters keep the stored rows small.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 
 __all__ = ["new_id", "utcnow"]
 
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _lock = threading.Lock()
 _last_ns = 0
 
@@ -29,13 +31,22 @@ def _next_ns() -> int:
         return _last_ns
 
 
+def _base32(value: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        value, rest = divmod(value, 32)
+        digits.append(_ALPHABET[rest])
+    return "".join(reversed(digits))
+
+
 def new_id(prefix: str) -> str:
-    """Return a new time-ordered id such as ``ckpt_18a3c1f0b2e4d5a60f3c9b21``.
+    """Return a new time-ordered id such as ``ckpt_1hqk9c5e2d7r80f3c``.
 
     Args:
         prefix: A short lowercase tag naming the kind of thing (``ses``, ``msg``, ``ckpt``).
     """
-    return f"{prefix}_{_next_ns():016x}{os.urandom(4).hex()}"
+    random_part = int.from_bytes(os.urandom(3), "big") & 0xFFFFF
+    return f"{prefix}_{_base32(_next_ns(), 13)}{_base32(random_part, 4)}"
 
 
 def utcnow() -> datetime:

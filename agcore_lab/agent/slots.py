@@ -107,12 +107,19 @@ class ContextSlot:
         """A working copy: same messages (shared, they are immutable), own lists."""
         return replace(self, messages=list(self.messages), pinned_ids=list(self.pinned_ids))
 
-    def extend(self, messages: list[Message]) -> list[LinkRecord]:
-        """Append messages; return the chain links that record them."""
+    def extend(self, messages: list[Message], *, new: bool = True) -> list[LinkRecord]:
+        """Append messages; return the chain links that record them.
+
+        Args:
+            messages: The messages to append.
+            new: The messages are new (placed for the first time: the message itself is the
+                chain node, so storing it needs no extra row). ``False`` for messages that are
+                stored already, as in a merge: each gets a link node of its own.
+        """
         links = []
         for message in messages:
             link = LinkRecord(
-                node_id=new_id("node"),
+                node_id=message.id if new else new_id("node"),
                 parent_node_id=self.head_node_id,
                 message_id=message.id,
                 depth=len(self.messages),
@@ -163,7 +170,7 @@ class ContextSlot:
         if child is self or child.slot_id == self.slot_id:
             raise InvalidInputError("cannot merge a slot into itself", slot_id=self.slot_id)
         if strategy is MergeStrategy.Append:
-            links = self.extend(child.new_messages())
+            links = self.extend(child.new_messages(), new=False)
         elif strategy is MergeStrategy.Replace:
             self.messages = list(child.messages)
             self.head_node_id = child.head_node_id

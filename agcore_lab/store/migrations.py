@@ -49,14 +49,15 @@ def _m001_core(conn: sqlite3.Connection) -> None:
         CREATE TABLE messages (
             message_id   TEXT PRIMARY KEY,
             session_id   TEXT NOT NULL,
+            parent_id    TEXT,
+            depth        INTEGER,
             role         TEXT NOT NULL,
             content      TEXT,
             tool_call_id TEXT,
             tool_name    TEXT,
-            created_at   TEXT NOT NULL,
-            payload_json TEXT NOT NULL
-        );
-        CREATE INDEX messages_session ON messages(session_id);
+            created_us   INTEGER NOT NULL,
+            extra_json   TEXT
+        ) WITHOUT ROWID;
 
         CREATE TABLE message_links (
             node_id        TEXT PRIMARY KEY,
@@ -64,7 +65,7 @@ def _m001_core(conn: sqlite3.Connection) -> None:
             message_id     TEXT NOT NULL,
             depth          INTEGER NOT NULL,
             session_id     TEXT NOT NULL
-        );
+        ) WITHOUT ROWID;
         CREATE INDEX message_links_session ON message_links(session_id);
         CREATE INDEX message_links_message ON message_links(message_id);
 

@@ -21,8 +21,9 @@ from pydantic import JsonValue, TypeAdapter
 
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
-from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
+from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._chains import delete_session_chains, insert_chain, read_chain
 from agcore_lab.store.base import LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
 
@@ -190,14 +191,10 @@ class SqliteStore:
         """Remove a session and everything it owns; ``False`` if it was not there."""
         with self._write() as conn:
             gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-            for table in ("message_links", "slots", "memory_log"):
+            # Messages are stored once: another session's chain may still pass through them.
+            delete_session_chains(conn, session_id)
+            for table in ("slots", "memory_log"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            # A message is stored once across sessions: keep it while another chain links it.
-            conn.execute(
-                "DELETE FROM messages WHERE session_id = ? AND message_id NOT IN "
-                "(SELECT message_id FROM message_links)",
-                (session_id,),
-            )
             return gone.rowcount > 0
 
     # -- turns, messages and slots ------------------------------------------------------------
@@ -215,26 +212,7 @@ class SqliteStore:
         with self._write() as conn:
             if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                 raise SessionNotFoundError("no such session in the store", session_id=sid)
-            conn.executemany(
-                "INSERT OR IGNORE INTO messages VALUES (?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        m.id,
-                        sid,
-                        m.role,
-                        m.text,
-                        m.tool_call_id if isinstance(m, ToolMessage) else None,
-                        m.name if isinstance(m, ToolMessage) else None,
-                        _ts(m.created_at),
-                        m.model_dump_json(),
-                    )
-                    for m in messages
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO message_links VALUES (?,?,?,?,?)",
-                [(lk.node_id, lk.parent_node_id, lk.message_id, lk.depth, sid) for lk in links],
-            )
+            insert_chain(conn, sid, messages, links)
             conn.executemany(
                 "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
@@ -285,33 +263,11 @@ class SqliteStore:
 
     def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
-        rows = self._read(
-            """
-            WITH RECURSIVE chain(node_id, parent_node_id, message_id, depth) AS (
-                SELECT node_id, parent_node_id, message_id, depth
-                FROM message_links WHERE node_id = ?
-                UNION ALL
-                SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
-                FROM message_links l JOIN chain c ON l.node_id = c.parent_node_id
-            )
-            SELECT c.node_id, c.parent_node_id, c.message_id, c.depth, m.payload_json
-            FROM chain c JOIN messages m ON m.message_id = c.message_id
-            ORDER BY c.depth
-            """,
-            (head_node_id,),
-        )
-        return [
-            (
-                LinkRecord(
-                    node_id=r["node_id"],
-                    parent_node_id=r["parent_node_id"],
-                    message_id=r["message_id"],
-                    depth=r["depth"],
-                ),
-                MessageAdapter.validate_json(r["payload_json"]),
-            )
-            for r in rows
-        ]
+        with self._lock:
+            try:
+                return read_chain(self._conn, head_node_id)
+            except sqlite3.Error as exc:
+                raise StorageError(f"read failed: {exc}", path=self.path) from exc
 
     # -- memory -----------------------------------------------------------------------------
 

@@ -1,0 +1,192 @@
+"""Message chains in SQLite: the rows, the inserts, the recursive read and the safe delete.
+
+A message row is also the chain node where the message was first placed (``parent_id``,
+``depth``), so the common case — a turn appending new messages — writes one row per message and
+nothing else. Only a message placed again elsewhere (a merge appending another slot's messages)
+gets a row in ``message_links``. Content is stored once, in a flat column; ``extra_json`` holds
+the other fields only when a message has any (tool calls, metadata, ...).
+
+Rows are kept lean because there is one per message: ``created_us`` is the creation time in
+microseconds since the epoch, UTC (``pd.to_datetime(df.created_us, unit="us", utc=True)``), and
+``messages`` has no index on ``session_id`` (deleting a session scans; turns never do).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agcore_lab.errors import StorageError
+from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
+from agcore_lab.store.base import LinkRecord
+
+__all__ = ["delete_session_chains", "insert_chain", "read_chain"]
+
+_COLUMNS = {"id", "role", "content", "created_at"}
+_TOOL_COLUMNS = {"tool_call_id", "name"}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[Any, ...]:
+    exclude = _COLUMNS | (_TOOL_COLUMNS if isinstance(message, ToolMessage) else set())
+    extra = message.model_dump(mode="json", exclude=exclude, exclude_defaults=True)
+    content = getattr(message, "content", None)
+    return (
+        message.id,
+        session_id,
+        home.parent_node_id if home else None,
+        home.depth if home else None,
+        message.role,
+        content,
+        message.tool_call_id if isinstance(message, ToolMessage) else None,
+        message.name if isinstance(message, ToolMessage) else None,
+        _micros(message.created_at),
+        json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None,
+    )
+
+
+def _message(row: sqlite3.Row) -> Message:
+    data: dict[str, Any] = json.loads(row["extra_json"]) if row["extra_json"] else {}
+    data.update(
+        id=row["message_id"],
+        role=row["role"],
+        content=row["content"],
+        created_at=_EPOCH + timedelta(microseconds=row["created_us"]),
+    )
+    if row["role"] == "tool":
+        data.update(tool_call_id=row["tool_call_id"], name=row["tool_name"])
+    return MessageAdapter.validate_python(data)
+
+
+def insert_chain(
+    conn: sqlite3.Connection,
+    session_id: str,
+    messages: Sequence[Message],
+    links: Sequence[LinkRecord],
+) -> None:
+    """Insert new messages (already-stored ids are skipped) and the links that place them.
+
+    A link whose ``node_id`` is its ``message_id`` places a message at home (on its row);
+    any other link becomes a ``message_links`` row.
+
+    Raises:
+        StorageError: A node that exists already would be written again.
+    """
+    homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
+    new_ids = {m.id for m in messages}
+    conn.executemany(
+        "INSERT OR IGNORE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?)",
+        [_row(m, session_id, homes.get(m.id)) for m in messages],
+    )
+    for message_id, home in homes.items():
+        if message_id in new_ids:
+            continue
+        placed = conn.execute(
+            "UPDATE messages SET parent_id = ?, depth = ? WHERE message_id = ? AND depth IS NULL",
+            (home.parent_node_id, home.depth, message_id),
+        )
+        if placed.rowcount == 0:
+            raise StorageError(
+                "chain node exists already or its message is not stored", node_id=message_id
+            )
+    conn.executemany(
+        "INSERT INTO message_links VALUES (?,?,?,?,?)",
+        [
+            (lk.node_id, lk.parent_node_id, lk.message_id, lk.depth, session_id)
+            for lk in links
+            if lk.node_id != lk.message_id
+        ],
+    )
+
+
+_CHAIN_SQL = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth) AS (
+    SELECT message_id, parent_id, message_id, depth
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT m.message_id, m.parent_id, m.message_id, m.depth
+        FROM chain c JOIN messages m ON m.message_id = c.parent_id
+    UNION ALL
+    SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
+        FROM chain c JOIN message_links l ON l.node_id = c.parent_id
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+
+def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
+    """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
+    cursor = conn.execute(_CHAIN_SQL, (head_node_id,))
+    cursor.row_factory = sqlite3.Row
+    return [
+        (
+            LinkRecord(
+                node_id=r["node_id"],
+                parent_node_id=r["chain_parent"],
+                message_id=r["message_id"],
+                depth=r["chain_depth"],
+            ),
+            _message(r),
+        )
+        for r in cursor.fetchall()
+    ]
+
+
+_KEEP_SQL = """
+WITH RECURSIVE
+mine(node_id) AS (
+    SELECT message_id FROM messages WHERE session_id = ?1
+    UNION ALL SELECT node_id FROM message_links WHERE session_id = ?1
+),
+keep(node_id) AS (
+    SELECT parent_id FROM messages
+        WHERE session_id <> ?1 AND parent_id IN (SELECT node_id FROM mine)
+    UNION SELECT parent_node_id FROM message_links
+        WHERE session_id <> ?1 AND parent_node_id IN (SELECT node_id FROM mine)
+    UNION SELECT message_id FROM message_links
+        WHERE session_id <> ?1 AND message_id IN (SELECT node_id FROM mine)
+    UNION SELECT head_node_id FROM slots
+        WHERE session_id <> ?1 AND head_node_id IN (SELECT node_id FROM mine)
+    UNION SELECT m.parent_id FROM keep k JOIN messages m ON m.message_id = k.node_id
+        WHERE m.parent_id IS NOT NULL
+    UNION SELECT l.parent_node_id FROM keep k JOIN message_links l ON l.node_id = k.node_id
+        WHERE l.parent_node_id IS NOT NULL
+    UNION SELECT l.message_id FROM keep k JOIN message_links l ON l.node_id = k.node_id
+)
+SELECT node_id FROM keep
+"""
+
+
+def delete_session_chains(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session's messages and links, keeping every node another session's chain
+    still passes through (and that node's ancestors)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keep(node_id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM _keep")
+    conn.execute("INSERT OR IGNORE INTO _keep " + _KEEP_SQL, (session_id,))
+    conn.execute(
+        "DELETE FROM message_links WHERE session_id = ? "
+        "AND node_id NOT IN (SELECT node_id FROM _keep)",
+        (session_id,),
+    )
+    conn.execute(
+        "DELETE FROM messages WHERE session_id = ? "
+        "AND message_id NOT IN (SELECT node_id FROM _keep) "
+        "AND message_id NOT IN (SELECT message_id FROM message_links)",
+        (session_id,),
+    )
+    conn.execute("DELETE FROM _keep")
