@@ -26,6 +26,18 @@ from agcore_lab.agent import (
     TurnResult,
     diff_slots,
 )
+from agcore_lab.engine import (
+    AgentNotFoundError,
+    Checkpointer,
+    CheckpointNotFoundError,
+    CheckpointPreview,
+    ManagerEvent,
+    PruneReport,
+    SessionManager,
+    SessionNode,
+    SessionSnapshot,
+    SessionTree,
+)
 from agcore_lab.errors import (
     AgcoreError,
     ConflictError,
@@ -58,7 +70,7 @@ from agcore_lab.llm import (
     Usage,
     UserMessage,
 )
-from agcore_lab.store import SqliteStore, Store
+from agcore_lab.store import CkptMeta, SqliteStore, Store
 
 if TYPE_CHECKING:
     from agcore_lab.llm.openai import OpenAIChatModel
@@ -68,15 +80,21 @@ __version__ = "0.1.0"
 __all__ = [
     "AgcoreError",
     "Agent",
+    "AgentNotFoundError",
     "AgentSession",
     "AssistantMessage",
     "ChatModel",
     "ChatResponse",
+    "CheckpointNotFoundError",
+    "CheckpointPreview",
+    "Checkpointer",
+    "CkptMeta",
     "ConflictError",
     "ContextSlot",
     "CostTracker",
     "GoneError",
     "InvalidInputError",
+    "ManagerEvent",
     "MaxToolRoundsError",
     "MergePreview",
     "MergeStrategy",
@@ -86,10 +104,15 @@ __all__ = [
     "NotFoundError",
     "OpenAIChatModel",
     "PriceTable",
+    "PruneReport",
     "RuntimeBundle",
     "ScriptedModel",
+    "SessionManager",
     "SessionMemory",
+    "SessionNode",
     "SessionNotFoundError",
+    "SessionSnapshot",
+    "SessionTree",
     "SlotDiff",
     "SlotMode",
     "SlotNotFoundError",

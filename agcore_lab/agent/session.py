@@ -211,6 +211,15 @@ class AgentSession(SlotOperations):
 
     # -- persistence ------------------------------------------------------------------------
 
+    @property
+    def turn_lock(self) -> CrossLoopLock:
+        """The lock a turn holds; hold it to read or change the session between turns."""
+        return self._lock
+
+    def record(self) -> SessionRecord:
+        """The session's scalar state as it would be stored now."""
+        return self._record()
+
     def _record(self, **changes: Any) -> SessionRecord:
         record = SessionRecord(
             session_id=self.session_id,

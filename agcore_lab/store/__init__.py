@@ -1,6 +1,21 @@
 """Storage: the ``Store`` protocol and the default ``SqliteStore``."""
 
-from agcore_lab.store.base import LinkRecord, MemoryEntry, SessionRecord, SlotRecord, Store
+from agcore_lab.store.base import (
+    CkptMeta,
+    LinkRecord,
+    MemoryEntry,
+    SessionRecord,
+    SlotRecord,
+    Store,
+)
 from agcore_lab.store.sqlite import SqliteStore
 
-__all__ = ["LinkRecord", "MemoryEntry", "SessionRecord", "SlotRecord", "SqliteStore", "Store"]
+__all__ = [
+    "CkptMeta",
+    "LinkRecord",
+    "MemoryEntry",
+    "SessionRecord",
+    "SlotRecord",
+    "SqliteStore",
+    "Store",
+]

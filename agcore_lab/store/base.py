@@ -23,6 +23,8 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 
 __all__ = [
+    "CheckpointSource",
+    "CkptMeta",
     "LinkRecord",
     "MemoryEntry",
     "SessionRecord",
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 SlotMode = Literal["full", "focused"]
+CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
 
 
 class SessionRecord(BaseModel):
@@ -105,6 +108,59 @@ class MemoryEntry(BaseModel):
     version: int
 
 
+class CkptMeta(BaseModel):
+    """One checkpoint: what it is (the flat fields) and the state it restores.
+
+    A checkpoint records only small state: each slot (with the chain node at its head — never
+    a copy of the history), the scalars of the session and the memory version.
+
+    Attributes:
+        ckpt_id: Time-ordered id; newer checkpoints sort after older ones.
+        session_id: The session it belongs to.
+        parent_ckpt_id: The checkpoint before it in this session's history (for a fork: the
+            checkpoint of the parent session it starts from; for a rollback: its target).
+        turn_index: Completed turns at that point.
+        created_at: When it was taken (UTC).
+        label: A free-form label.
+        source: ``auto`` (after a turn), ``manual``, ``fork`` or ``rollback``.
+        message_count: Messages in the current slot.
+        prompt_tokens: Prompt tokens used by the session so far.
+        completion_tokens: Completion tokens used by the session so far.
+        cost_usd: Cost of the session so far.
+        agent_name: The session's agent then.
+        current_slot_id: The current slot then.
+        last_summary_turn: The turn of the last automatic summary then.
+        memory_version: The session-memory version then.
+        slots: Every slot's state, by id.
+        spend: Usage and cost per model.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ckpt_id: str
+    session_id: str
+    parent_ckpt_id: str | None = None
+    turn_index: int
+    created_at: datetime = Field(default_factory=utcnow)
+    label: str | None = None
+    source: CheckpointSource = "manual"
+    message_count: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    agent_name: str
+    current_slot_id: str = "main"
+    last_summary_turn: int | None = None
+    memory_version: int = 0
+    slots: dict[str, SlotRecord] = Field(default_factory=dict)
+    spend: dict[str, ModelSpend] = Field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+
 @runtime_checkable
 class Store(Protocol):
     """Where sessions, messages, slots and memory are kept.
@@ -172,6 +228,30 @@ class Store(Protocol):
 
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far (0 for none)."""
+        ...
+
+    def put_checkpoint(self, ckpt: CkptMeta) -> None:
+        """Store a checkpoint (one small row, whatever the history length)."""
+        ...
+
+    def list_checkpoints(self, session_id: str | None = None) -> list[CkptMeta]:
+        """Checkpoints of a session (or of all sessions), newest first."""
+        ...
+
+    def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
+        """One checkpoint by id, or ``None``."""
+        ...
+
+    def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
+        """Delete some (or all) of a session's checkpoints; return how many."""
+        ...
+
+    def restore_checkpoint(self, ckpt: CkptMeta, session: SessionRecord, marker: CkptMeta) -> int:
+        """In one transaction, make ``session`` (which may be new: a fork) hold the state of
+        ``ckpt``: its record, exactly ``ckpt.slots``, and its memory as of
+        ``ckpt.memory_version`` (copied from ``ckpt.session_id`` when that is another session).
+        Then store ``marker`` with the memory version after the restore; return that version.
+        """
         ...
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
+from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -109,7 +110,11 @@ def _m001_core(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core]
+def _m002_checkpoints(conn: sqlite3.Connection) -> None:
+    _run(conn, CHECKPOINT_SCHEMA)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core, _m002_checkpoints]
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import JsonValue, TypeAdapter
 
@@ -24,7 +24,15 @@ from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._chains import delete_session_chains, insert_chain, read_chain
-from agcore_lab.store.base import LinkRecord, MemoryEntry, SessionRecord, SlotRecord
+from agcore_lab.store._checkpoints import (
+    delete_checkpoints,
+    insert_checkpoint,
+    read_checkpoints,
+    replace_slots,
+    restore_memory,
+    slot_values,
+)
+from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
 
 if TYPE_CHECKING:
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["SqliteStore"]
 
 _SPEND = TypeAdapter(dict[str, ModelSpend])
+T = TypeVar("T")
 
 
 def _ts(value: datetime) -> str:
@@ -193,7 +202,7 @@ class SqliteStore:
             gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             # Messages are stored once: another session's chain may still pass through them.
             delete_session_chains(conn, session_id)
-            for table in ("slots", "memory_log"):
+            for table in ("slots", "memory_log", "checkpoints"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             return gone.rowcount > 0
 
@@ -215,23 +224,7 @@ class SqliteStore:
             insert_chain(conn, sid, messages, links)
             conn.executemany(
                 "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        sid,
-                        s.slot_id,
-                        s.parent_slot_id,
-                        s.fork_point,
-                        s.merge_base,
-                        s.mode,
-                        s.head_node_id,
-                        s.summary_override,
-                        _json(s.pinned_ids),
-                        s.recent_window,
-                        _ts(s.created_at),
-                        _ts(s.updated_at),
-                    )
-                    for s in slots
-                ],
+                [slot_values(slot, sid) for slot in slots],
             )
             conn.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -263,9 +256,57 @@ class SqliteStore:
 
     def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
+        return self._locked_read(lambda conn: read_chain(conn, head_node_id))
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def put_checkpoint(self, ckpt: CkptMeta) -> None:
+        """Store one checkpoint row."""
+        with self._write() as conn:
+            if not conn.execute(
+                "SELECT 1 FROM sessions WHERE session_id = ?", (ckpt.session_id,)
+            ).fetchone():
+                raise SessionNotFoundError(
+                    "no such session in the store", session_id=ckpt.session_id
+                )
+            insert_checkpoint(conn, ckpt)
+
+    def list_checkpoints(self, session_id: str | None = None) -> list[CkptMeta]:
+        """Checkpoints of one session (or all), newest first."""
+        where, params = ("session_id = ?", [session_id]) if session_id else ("1", [])
+        return self._locked_read(lambda conn: read_checkpoints(conn, where, params))
+
+    def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
+        """One checkpoint by id, or ``None``."""
+        found = self._locked_read(lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]))
+        return found[0] if found else None
+
+    def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
+        """Delete some or all of a session's checkpoints; return how many went."""
+        with self._write() as conn:
+            return delete_checkpoints(conn, session_id, ckpt_ids)
+
+    def restore_checkpoint(self, ckpt: CkptMeta, session: SessionRecord, marker: CkptMeta) -> int:
+        """Give ``session`` the state of ``ckpt`` and store ``marker``, atomically."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                self._session_row(session),
+            )
+            slots = [
+                s.model_copy(update={"session_id": session.session_id}) for s in ckpt.slots.values()
+            ]
+            replace_slots(conn, session.session_id, slots)
+            version = restore_memory(
+                conn, ckpt.session_id, ckpt.memory_version, session, _ts(utcnow())
+            )
+            insert_checkpoint(conn, marker.model_copy(update={"memory_version": version}))
+            return version
+
+    def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             try:
-                return read_chain(self._conn, head_node_id)
+                return read(self._conn)
             except sqlite3.Error as exc:
                 raise StorageError(f"read failed: {exc}", path=self.path) from exc
 

@@ -1,0 +1,25 @@
+"""The engine: the session tree (``SessionManager``) and time travel (``Checkpointer``)."""
+
+from agcore_lab.engine.checkpointer import Checkpointer, CheckpointNotFoundError
+from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
+from agcore_lab.engine.records import (
+    CheckpointPreview,
+    ManagerEvent,
+    PruneReport,
+    SessionNode,
+    SessionTree,
+)
+from agcore_lab.engine.snapshot import SessionSnapshot
+
+__all__ = [
+    "AgentNotFoundError",
+    "CheckpointNotFoundError",
+    "CheckpointPreview",
+    "Checkpointer",
+    "ManagerEvent",
+    "PruneReport",
+    "SessionManager",
+    "SessionNode",
+    "SessionSnapshot",
+    "SessionTree",
+]

@@ -1,0 +1,440 @@
+"""``Checkpointer``: time travel for the sessions of a :class:`SessionManager`.
+
+``checkpoint`` records a session's state (slot heads into the stored message chains, scalars,
+memory version — never a copy of the history); ``rollback`` returns the live session and the
+store to exactly that state; ``fork`` starts a child session from it and leaves the original
+untouched. Rollbacks and forks are themselves recorded as checkpoints (source ``rollback`` /
+``fork``), so the timeline shows them and nothing is lost: you can roll forward again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from agcore_lab.aio import run_sync
+from agcore_lab.engine.records import CheckpointPreview, PruneReport
+from agcore_lab.engine.snapshot import SessionSnapshot, SnapshotMemoryEntry, SnapshotSlot
+from agcore_lab.errors import InvalidInputError, NotFoundError
+from agcore_lab.ids import new_id, utcnow
+from agcore_lab.llm.messages import Message
+from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from agcore_lab.agent.session import AgentSession
+    from agcore_lab.engine.manager import SessionManager
+
+__all__ = ["CheckpointNotFoundError", "Checkpointer"]
+
+
+class CheckpointNotFoundError(NotFoundError):
+    """404: no such checkpoint (in that session)."""
+
+
+class Checkpointer:
+    """Checkpoints of the sessions of one manager; get it as ``manager.checkpointer``.
+
+    All async methods have ``*_sync`` twins.
+    """
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+
+    @property
+    def _store(self) -> Store:
+        return self._manager.store
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _meta(
+        self,
+        session: AgentSession,
+        *,
+        label: str | None,
+        source: CheckpointSource,
+        parent: str | None,
+    ) -> CkptMeta:
+        usage = session.usage
+        return CkptMeta(
+            ckpt_id=new_id("ckpt"),
+            session_id=session.session_id,
+            parent_ckpt_id=parent,
+            turn_index=session.turn_index,
+            label=label,
+            source=source,
+            message_count=len(session.current_slot.messages),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=session.cost_so_far,
+            agent_name=session.agent.name,
+            current_slot_id=session.current_slot_id,
+            last_summary_turn=session.last_summary_turn,
+            memory_version=self._store.memory_version(session.session_id),
+            slots={sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
+            spend=dict(session.cost_tracker.by_model),
+        )
+
+    def _latest_id(self, session_id: str) -> str | None:
+        latest = self._store.list_checkpoints(session_id)
+        return latest[0].ckpt_id if latest else None
+
+    async def checkpoint(
+        self,
+        session: AgentSession,
+        label: str | None = None,
+        *,
+        source: CheckpointSource = "manual",
+    ) -> str:
+        """Record ``session``'s current state; return the checkpoint id.
+
+        Waits for a running turn of the session to finish first.
+
+        Raises:
+            StorageError: The write failed (the previous checkpoints are intact).
+        """
+        async with session.turn_lock:
+            return self.checkpoint_locked(session, label, source=source)
+
+    def checkpoint_locked(
+        self, session: AgentSession, label: str | None = None, *, source: CheckpointSource = "auto"
+    ) -> str:
+        """:meth:`checkpoint` for a caller that already holds the session's turn lock."""
+        meta = self._meta(
+            session, label=label, source=source, parent=self._latest_id(session.session_id)
+        )
+        self._store.put_checkpoint(meta)
+        self._manager.emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
+        return meta.ckpt_id
+
+    # -- reading ----------------------------------------------------------------------------
+
+    async def list_checkpoints(self, session_id: str) -> list[CkptMeta]:
+        """The session's checkpoints, newest first.
+
+        Raises:
+            SessionNotFoundError: The session is not in the store.
+        """
+        self._manager.require_stored(session_id)
+        return self._store.list_checkpoints(session_id)
+
+    async def get_checkpoint(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
+        """One checkpoint.
+
+        Raises:
+            CheckpointNotFoundError: Unknown id.
+            InvalidInputError: It belongs to another session than ``session_id``.
+        """
+        meta = self._store.get_checkpoint(ckpt_id)
+        if meta is None:
+            raise CheckpointNotFoundError(
+                "no such checkpoint; list them with list_checkpoints(session_id)",
+                checkpoint_id=ckpt_id,
+                session_id=session_id,
+            )
+        if session_id is not None and meta.session_id != session_id:
+            raise InvalidInputError(
+                f"checkpoint {ckpt_id!r} belongs to session {meta.session_id!r}, not to "
+                f"{session_id!r}; use fork() to start a session from another session's checkpoint",
+                checkpoint_id=ckpt_id,
+                session_id=session_id,
+            )
+        return meta
+
+    async def preview(self, ckpt_id: str) -> CheckpointPreview:
+        """What the checkpoint holds: slot sizes, the last messages of its current slot and
+        its memory — for a view to show before a rollback or fork."""
+        meta = await self.get_checkpoint(ckpt_id)
+        counts, last = {}, []
+        for slot_id, slot in meta.slots.items():
+            chain = self._store.load_chain(slot.head_node_id) if slot.head_node_id else []
+            counts[slot_id] = len(chain)
+            if slot_id == meta.current_slot_id:
+                last = [message for _, message in chain[-5:]]
+        memory = self._store.memory_entries(meta.session_id, at_version=meta.memory_version)
+        return CheckpointPreview(
+            meta=meta,
+            slots=counts,
+            current_slot_id=meta.current_slot_id,
+            last_messages=last,
+            memory={e.key: e.value for e in memory},
+        )
+
+    def to_dataframe(self, session_id: str | None = None) -> pd.DataFrame:
+        """Checkpoints (of one session or all) as a DataFrame, newest first."""
+        import pandas as pd
+
+        columns = [
+            "ckpt_id",
+            "session_id",
+            "parent_ckpt_id",
+            "turn_index",
+            "created_at",
+            "label",
+            "source",
+            "message_count",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "cost_usd",
+            "agent_name",
+            "current_slot_id",
+        ]
+        rows = [
+            {**m.model_dump(include=set(columns)), "total_tokens": m.total_tokens}
+            for m in self._store.list_checkpoints(session_id)
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    # -- time travel ------------------------------------------------------------------------
+
+    async def rollback(self, session_id: str, ckpt_id: str) -> str:
+        """Return the session — live object and store — to the checkpoint's exact state.
+
+        Slots, messages, turn index, cost, memory, current slot and summary turn all go back.
+        The rollback is recorded as a checkpoint (source ``rollback``) whose id is returned.
+
+        Raises:
+            SessionNotFoundError: Unknown session.
+            CheckpointNotFoundError: Unknown checkpoint.
+            InvalidInputError: The checkpoint belongs to another session.
+        """
+        session = await self._manager.get_or_recover(session_id)
+        target = await self.get_checkpoint(ckpt_id, session_id)
+        async with session.turn_lock:
+            record = self._record_at(target, session_id=session_id, parent_id=session.parent_id)
+            marker = target.model_copy(
+                update={
+                    "ckpt_id": new_id("ckpt"),
+                    "parent_ckpt_id": target.ckpt_id,
+                    "source": "rollback",
+                    "label": f"rollback to {target.ckpt_id}",
+                    "created_at": utcnow(),
+                }
+            )
+            self._store.restore_checkpoint(target, record, marker)
+            session.restore(record)
+        self._manager.emit("rollback", session_id, ckpt_id=marker.ckpt_id)
+        return marker.ckpt_id
+
+    @staticmethod
+    def _record_at(meta: CkptMeta, *, session_id: str, parent_id: str | None) -> SessionRecord:
+        return SessionRecord(
+            session_id=session_id,
+            agent_name=meta.agent_name,
+            parent_id=parent_id,
+            turn_index=meta.turn_index,
+            current_slot_id=meta.current_slot_id,
+            last_summary_turn=meta.last_summary_turn,
+            spend=meta.spend,
+        )
+
+    async def fork(self, session_id: str, ckpt_id: str) -> str:
+        """Start a child session from a checkpoint; the original branch is untouched.
+
+        The child shares the stored history up to the checkpoint (nothing is copied), has the
+        memory as it was then, and starts its own timeline with a ``fork`` checkpoint whose
+        parent is ``ckpt_id``. Returns the child's session id.
+
+        Raises:
+            SessionNotFoundError, CheckpointNotFoundError, InvalidInputError: As for rollback.
+        """
+        self._manager.require_stored(session_id)
+        source = await self.get_checkpoint(ckpt_id, session_id)
+        child_id = new_id("ses")
+        record = self._record_at(source, session_id=child_id, parent_id=session_id)
+        record.created_at = utcnow()
+        marker = source.model_copy(
+            update={
+                "ckpt_id": new_id("ckpt"),
+                "session_id": child_id,
+                "parent_ckpt_id": source.ckpt_id,
+                "source": "fork",
+                "label": f"fork of {session_id} at {source.ckpt_id}",
+                "created_at": utcnow(),
+            }
+        )
+        self._store.restore_checkpoint(source, record, marker)  # creates the child row too
+        await self._manager.adopt(child_id, parent_id=session_id)
+        self._manager.emit("fork", session_id, ckpt_id=marker.ckpt_id, new_session_id=child_id)
+        return child_id
+
+    async def delete_all(self, session_id: str) -> int:
+        """Delete every checkpoint of the session; return how many."""
+        return self._store.delete_checkpoints(session_id)
+
+    async def prune(
+        self,
+        session_id: str | None = None,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+    ) -> PruneReport:
+        """Remove old checkpoints, keeping the newest ``keep_last`` per session and/or those
+        newer than ``older_than``. A checkpoint a forked session starts from is never removed.
+
+        Returns:
+            What was removed, what was kept because it is protected, and the bytes reclaimed
+            (the size of the removed rows).
+        """
+        if keep_last is None and older_than is None:
+            raise InvalidInputError("say what to prune: keep_last=N and/or older_than=timedelta")
+        if keep_last is not None and keep_last < 0:
+            raise InvalidInputError("keep_last must be >= 0")
+        everything = self._store.list_checkpoints(None)
+        protected = {
+            m.parent_ckpt_id for m in everything if m.source == "fork" and m.parent_ckpt_id
+        }
+        cutoff: datetime | None = utcnow() - older_than if older_than is not None else None
+        removed: dict[str, list[str]] = {}
+        kept_protected: list[str] = []
+        rank: dict[str, int] = {}
+        nbytes = 0
+        for meta in everything:  # newest first
+            if session_id is not None and meta.session_id != session_id:
+                continue
+            position = rank.get(meta.session_id, 0)
+            rank[meta.session_id] = position + 1
+            old_enough = keep_last is None or position >= keep_last
+            too_old = cutoff is None or meta.created_at < cutoff
+            if not (old_enough and too_old):
+                continue
+            if meta.ckpt_id in protected:
+                kept_protected.append(meta.ckpt_id)
+                continue
+            removed.setdefault(meta.session_id, []).append(meta.ckpt_id)
+            nbytes += len(meta.model_dump_json())
+        for sid, ids in removed.items():
+            self._store.delete_checkpoints(sid, ids)
+        return PruneReport(
+            removed=[i for ids in removed.values() for i in ids],
+            kept_protected=kept_protected,
+            bytes_reclaimed=nbytes,
+        )
+
+    # -- export / import --------------------------------------------------------------------
+
+    async def export_snapshot(self, ckpt_id: str) -> SessionSnapshot:
+        """The checkpoint's state as a self-contained, versioned :class:`SessionSnapshot`."""
+        meta = await self.get_checkpoint(ckpt_id)
+        messages: dict[str, Message] = {}
+        slots: list[SnapshotSlot] = []
+        for slot in meta.slots.values():
+            chain = self._store.load_chain(slot.head_node_id) if slot.head_node_id else []
+            for _, message in chain:
+                messages.setdefault(message.id, message)
+            settings = slot.model_dump(
+                exclude={"session_id", "head_node_id", "created_at", "updated_at"}
+            )
+            slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
+        memory = self._store.memory_entries(meta.session_id, at_version=meta.memory_version)
+        return SessionSnapshot(
+            session_id=meta.session_id,
+            agent_name=meta.agent_name,
+            turn_index=meta.turn_index,
+            current_slot_id=meta.current_slot_id,
+            last_summary_turn=meta.last_summary_turn,
+            spend=meta.spend,
+            slots=slots,
+            messages=list(messages.values()),
+            memory=[SnapshotMemoryEntry(**e.model_dump(exclude={"version"})) for e in memory],
+            ckpt_id=meta.ckpt_id,
+        )
+
+    async def import_snapshot(
+        self, snapshot: SessionSnapshot | dict[str, object] | str | bytes
+    ) -> str:
+        """Create a new session from a snapshot; return its id.
+
+        Raises:
+            UnprocessableError: Wrong version, invalid fields or dangling references; nothing
+                is written then.
+        """
+        snap = SessionSnapshot.parse(snapshot)  # validates fully before any write
+        session_id = new_id("ses")
+        links, slots = snap.chains(session_id)
+        record = SessionRecord(
+            session_id=session_id,
+            agent_name=snap.agent_name,
+            turn_index=snap.turn_index,
+            current_slot_id=snap.current_slot_id,
+            last_summary_turn=snap.last_summary_turn,
+            spend=snap.spend,
+            metadata={"imported_from": snap.session_id},
+        )
+        store = self._store
+        store.create_session(record)
+        try:
+            store.commit(record, messages=snap.messages, links=links, slots=slots)
+            for entry in snap.memory:
+                store.memory_set(session_id, entry.key, entry.value, entry.metadata)
+            meta = CkptMeta(
+                ckpt_id=new_id("ckpt"),
+                session_id=session_id,
+                turn_index=snap.turn_index,
+                label=f"imported from {snap.session_id}",
+                source="manual",
+                agent_name=snap.agent_name,
+                current_slot_id=snap.current_slot_id,
+                last_summary_turn=snap.last_summary_turn,
+                memory_version=store.memory_version(session_id),
+                slots={s.slot_id: s for s in slots},
+                spend=snap.spend,
+            )
+            store.put_checkpoint(meta)
+        except BaseException:
+            store.delete_session(session_id)
+            raise
+        self._manager.emit("created", session_id)
+        return session_id
+
+    # -- sync twins -------------------------------------------------------------------------
+
+    def checkpoint_sync(self, session: AgentSession, label: str | None = None) -> str:
+        """Blocking twin of :meth:`checkpoint`."""
+        return run_sync(self.checkpoint(session, label))
+
+    def list_checkpoints_sync(self, session_id: str) -> list[CkptMeta]:
+        """Blocking twin of :meth:`list_checkpoints`."""
+        return run_sync(self.list_checkpoints(session_id))
+
+    def get_checkpoint_sync(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
+        """Blocking twin of :meth:`get_checkpoint`."""
+        return run_sync(self.get_checkpoint(ckpt_id, session_id))
+
+    def preview_sync(self, ckpt_id: str) -> CheckpointPreview:
+        """Blocking twin of :meth:`preview`."""
+        return run_sync(self.preview(ckpt_id))
+
+    def rollback_sync(self, session_id: str, ckpt_id: str) -> str:
+        """Blocking twin of :meth:`rollback`."""
+        return run_sync(self.rollback(session_id, ckpt_id))
+
+    def fork_sync(self, session_id: str, ckpt_id: str) -> str:
+        """Blocking twin of :meth:`fork`."""
+        return run_sync(self.fork(session_id, ckpt_id))
+
+    def delete_all_sync(self, session_id: str) -> int:
+        """Blocking twin of :meth:`delete_all`."""
+        return run_sync(self.delete_all(session_id))
+
+    def prune_sync(
+        self,
+        session_id: str | None = None,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+    ) -> PruneReport:
+        """Blocking twin of :meth:`prune`."""
+        return run_sync(self.prune(session_id, keep_last=keep_last, older_than=older_than))
+
+    def export_snapshot_sync(self, ckpt_id: str) -> SessionSnapshot:
+        """Blocking twin of :meth:`export_snapshot`."""
+        return run_sync(self.export_snapshot(ckpt_id))
+
+    def import_snapshot_sync(
+        self, snapshot: SessionSnapshot | dict[str, object] | str | bytes
+    ) -> str:
+        """Blocking twin of :meth:`import_snapshot`."""
+        return run_sync(self.import_snapshot(snapshot))

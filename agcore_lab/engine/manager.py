@@ -1,0 +1,407 @@
+"""``SessionManager``: a tree of parent/child sessions that outlive the Python objects.
+
+Sessions live in the store; the manager holds the *live* ones (``AgentSession`` objects) in a
+map, rebuilds others on demand (``recover``, e.g. after a kernel restart), and writes an
+automatic checkpoint after every finished turn. The map is guarded by a plain lock around map
+operations only — never across I/O — and each session has its own turn lock, so many sessions
+run turns concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from agcore_lab.agent.agent import Agent, RuntimeBundle
+from agcore_lab.agent.events import TurnEvent, TurnResult
+from agcore_lab.agent.session import AgentSession
+from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.engine.checkpointer import Checkpointer
+from agcore_lab.engine.records import EventKind, ManagerEvent, SessionNode, SessionTree
+from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
+from agcore_lab.store.base import SessionRecord, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["AgentNotFoundError", "SessionManager"]
+
+logger = logging.getLogger("agcore_lab")
+
+
+class AgentNotFoundError(NotFoundError):
+    """404: no agent of that name is registered with the manager."""
+
+
+class SessionManager:
+    """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
+
+    Args:
+        store: Where sessions live (shortcut for ``bundle=RuntimeBundle(store=store)``).
+        bundle: Services shared by the sessions; an in-memory store by default.
+        agents: Agents to register, so sessions can be recovered by agent name.
+        auto_checkpoint: Write a checkpoint after every finished turn (and at creation).
+
+    Example:
+        >>> from agcore_lab import Agent, ScriptedModel, SqliteStore
+        >>> manager = SessionManager(SqliteStore(":memory:"))
+        >>> sid = manager.create_sync(Agent(name="writer", model=ScriptedModel()))
+        >>> manager.submit_turn_sync(sid, "hello").reply
+        '[scripted] hello'
+        >>> [c.source for c in manager.checkpointer.list_checkpoints_sync(sid)]
+        ['auto', 'auto']
+
+    Notes:
+        All async methods have ``*_sync`` twins (see :mod:`agcore_lab.aio`).
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        bundle: RuntimeBundle | None = None,
+        agents: Iterable[Agent] = (),
+        auto_checkpoint: bool = True,
+    ) -> None:
+        if bundle is not None and store is not None and bundle.store is not store:
+            raise InvalidInputError("give either store= or bundle=, not two different stores")
+        self.bundle = bundle or (RuntimeBundle(store=store) if store else RuntimeBundle())
+        self.auto_checkpoint = auto_checkpoint
+        self.agents: dict[str, Agent] = {}
+        self.checkpointer = Checkpointer(self)
+        self._live: dict[str, AgentSession] = {}
+        self._map_lock = threading.Lock()
+        self._listeners: list[Callable[[ManagerEvent], None]] = []
+        for agent in agents:
+            self.register_agent(agent)
+
+    @property
+    def store(self) -> Store:
+        """The store of the manager's bundle."""
+        return self.bundle.store
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionManager({self.store!r}, live={len(self._live)}, agents={sorted(self.agents)})"
+        )
+
+    # -- registry, events, map --------------------------------------------------------------
+
+    def register_agent(self, agent: Agent) -> None:
+        """Make ``agent`` findable by name (for ``recover`` and the views)."""
+        self.agents[agent.name] = agent
+
+    def add_listener(self, callback: Callable[[ManagerEvent], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` on every change; returns a function that unsubscribes."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
+        """Tell the listeners (a listener that raises is logged and skipped)."""
+        event = ManagerEvent(kind=kind, session_id=session_id, **fields)
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("manager listener %r failed on %s", listener, kind)
+
+    def _put(self, session: AgentSession) -> None:
+        with self._map_lock:
+            self._live[session.session_id] = session
+
+    def _pop(self, session_id: str) -> AgentSession | None:
+        with self._map_lock:
+            return self._live.pop(session_id, None)
+
+    def live_ids(self) -> list[str]:
+        """Ids of the sessions held live by this manager."""
+        with self._map_lock:
+            return list(self._live)
+
+    def require_stored(self, session_id: str) -> SessionRecord:
+        """The stored record, or ``SessionNotFoundError``."""
+        record = self.store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError("no such session in the store", session_id=session_id)
+        return record
+
+    def _attach(self, session: AgentSession) -> AgentSession:
+        self.register_agent(session.agent)
+        if self.auto_checkpoint:
+            session.add_turn_end_hook(self._after_turn)
+        self._put(session)
+        return session
+
+    def _after_turn(self, session: AgentSession, result: TurnResult) -> None:
+        # Runs inside the session's turn lock, after the turn was committed. A failure is
+        # logged by the session's hook runner and does not fail the turn.
+        self.checkpointer.checkpoint_locked(session, source="auto")
+        self.emit("turn", session.session_id)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def create(self, agent: Agent, bundle: RuntimeBundle | None = None) -> str:
+        """Create a root session for ``agent``; return its (time-ordered) id."""
+        session = self._attach(AgentSession(agent, bundle=bundle or self.bundle))
+        if self.auto_checkpoint:
+            self.checkpointer.checkpoint_locked(session, "start", source="auto")
+        self.emit("created", session.session_id)
+        return session.session_id
+
+    async def create_child(self, parent_id: str, agent: Agent) -> str:
+        """Create a child of ``parent_id`` sharing the parent's bundle.
+
+        Raises:
+            SessionNotFoundError: No such parent.
+        """
+        self.require_stored(parent_id)
+        parent = self._live.get(parent_id)
+        bundle = parent.bundle if parent is not None else self.bundle
+        session = self._attach(AgentSession(agent, bundle=bundle, parent_id=parent_id))
+        if self.auto_checkpoint:
+            self.checkpointer.checkpoint_locked(session, "start", source="auto")
+        self.emit("created", session.session_id)
+        return session.session_id
+
+    async def get(self, session_id: str) -> AgentSession:
+        """The live session ``session_id``.
+
+        Raises:
+            SessionNotFoundError: Not live here (if it is stored, ``recover`` rebuilds it).
+        """
+        with self._map_lock:
+            session = self._live.get(session_id)
+        if session is None:
+            hint = (
+                "; recover() rebuilds it from the store"
+                if self.store.get_session(session_id)
+                else ""
+            )
+            raise SessionNotFoundError(f"no live session with this id{hint}", session_id=session_id)
+        return session
+
+    async def get_or_recover(self, session_id: str) -> AgentSession:
+        """The live session, recovering it from the store when it is not live."""
+        with self._map_lock:
+            session = self._live.get(session_id)
+        return session if session is not None else await self.recover(session_id)
+
+    async def recover(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+        """Rebuild a stored session (after a kernel restart) at its latest checkpoint.
+
+        Args:
+            session_id: The session.
+            agent: The agent to run it; by default the registered agent of the stored name.
+
+        Raises:
+            SessionNotFoundError: Not in the store.
+            AgentNotFoundError: No agent given and none registered under the stored name.
+        """
+        record = self.require_stored(session_id)
+        if agent is None:
+            agent = self.agents.get(record.agent_name)
+            if agent is None:
+                raise AgentNotFoundError(
+                    f"no agent named {record.agent_name!r} is registered; pass agent= or "
+                    "call manager.register_agent(...) first",
+                    session_id=session_id,
+                    agent_name=record.agent_name,
+                )
+        session = self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
+        latest = self.store.list_checkpoints(session_id)
+        if latest and self._differs(session, latest[0].turn_index, latest[0].slots):
+            await self.checkpointer.rollback(session_id, latest[0].ckpt_id)
+        return session
+
+    @staticmethod
+    def _differs(session: AgentSession, turn_index: int, slots: dict[str, Any]) -> bool:
+        heads = {sid: s.head_node_id for sid, s in session.slots.items()}
+        return session.turn_index != turn_index or heads != {
+            sid: s.head_node_id for sid, s in slots.items()
+        }
+
+    async def adopt(self, session_id: str, *, parent_id: str | None = None) -> AgentSession:
+        """Load a session that another part of the engine created (a fork) and make it live."""
+        record = self.require_stored(session_id)
+        agent = self.agents.get(record.agent_name)
+        if agent is None:
+            raise AgentNotFoundError(
+                f"no agent named {record.agent_name!r} is registered", agent_name=record.agent_name
+            )
+        return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
+
+    async def replace(self, session_id: str, session: AgentSession) -> None:
+        """Make ``session`` the live object for ``session_id`` (their ids must match)."""
+        if session.session_id != session_id:
+            raise InvalidInputError(
+                f"the session's id {session.session_id!r} is not {session_id!r}",
+                session_id=session_id,
+            )
+        self._attach(session)
+
+    async def destroy(self, session_id: str) -> None:
+        """Remove a session, its metadata and checkpoints. Its children stay, as orphans.
+
+        Raises:
+            SessionNotFoundError: Unknown session.
+        """
+        self.require_stored(session_id)
+        self._pop(session_id)
+        self.store.delete_session(session_id)
+        self.emit("destroyed", session_id)
+
+    async def destroy_subtree(self, session_id: str) -> list[str]:
+        """Destroy a session and all its descendants; return their ids (deepest first)."""
+        tree = await self.tree(session_id)
+        ids = [node.session_id for _, node in tree.walk()]
+        for sid in reversed(ids):
+            await self.destroy(sid)
+        return list(reversed(ids))
+
+    async def switch_agent(self, session_id: str, new_agent: Agent) -> None:
+        """Give a session another agent. History, slots, turn index, memory and cost stay; the
+        stored agent name changes; no checkpoint is taken."""
+        session = await self.get_or_recover(session_id)
+        async with session.turn_lock:
+            previous = session.agent
+            session.agent = new_agent
+            try:
+                self.store.commit(session.record())
+            except BaseException:
+                session.agent = previous
+                raise
+        self.register_agent(new_agent)
+        self.emit("agent_switched", session_id)
+
+    # -- tree -------------------------------------------------------------------------------
+
+    async def children(self, parent_id: str) -> list[str]:
+        """Ids of the sessions whose parent is ``parent_id``, oldest first."""
+        self.require_stored(parent_id)
+        return [r.session_id for r in self.store.list_sessions() if r.parent_id == parent_id]
+
+    async def parent(self, child_id: str) -> str | None:
+        """The parent's id; ``None`` for a root, or when the parent was destroyed."""
+        record = self.require_stored(child_id)
+        if record.parent_id is None or self.store.get_session(record.parent_id) is None:
+            return None
+        return record.parent_id
+
+    async def tree(self, root_id: str | None = None) -> SessionTree:
+        """The session tree (all roots, or the subtree under ``root_id``)."""
+        records = self.store.list_sessions()
+        known = {r.session_id for r in records}
+        live = set(self.live_ids())
+        nodes = {
+            r.session_id: SessionNode(
+                session_id=r.session_id,
+                agent_name=r.agent_name,
+                parent_id=r.parent_id,
+                turn_index=r.turn_index,
+                cost_usd=r.cost_usd,
+                total_tokens=r.prompt_tokens + r.completion_tokens,
+                created_at=r.created_at,
+                status="live" if r.session_id in live else "stored",
+                orphan=r.parent_id is not None and r.parent_id not in known,
+            )
+            for r in records
+        }
+        roots = []
+        for node in nodes.values():
+            if node.parent_id in nodes:
+                nodes[node.parent_id].children.append(node)
+            else:
+                roots.append(node)
+        if root_id is not None:
+            if root_id not in nodes:
+                raise SessionNotFoundError("no such session in the store", session_id=root_id)
+            roots = [nodes[root_id]]
+        return SessionTree(roots=roots)
+
+    def sessions_dataframe(self) -> pd.DataFrame:
+        """One row per stored session (the ``sessions`` table, plus a ``live`` column)."""
+        frame: pd.DataFrame = self.store.read_dataframe(  # type: ignore[attr-defined]
+            "SELECT session_id, parent_id, agent_name, turn_index, current_slot_id, "
+            "prompt_tokens, completion_tokens, cost_usd, created_at, updated_at "
+            "FROM sessions ORDER BY created_at"
+        )
+        frame["live"] = frame["session_id"].isin(self.live_ids())
+        return frame
+
+    # -- turns ------------------------------------------------------------------------------
+
+    async def submit_turn(self, session_id: str, text: str) -> TurnResult:
+        """Run a turn in the session (recovering it if needed); checkpoint it when done."""
+        session = await self.get_or_recover(session_id)
+        return await session.submit_turn(text)
+
+    async def submit_turn_stream(self, session_id: str, text: str) -> AsyncIterator[TurnEvent]:
+        """Stream a turn; it is committed and checkpointed only when the stream finishes."""
+        session = await self.get_or_recover(session_id)
+        async for event in session.submit_turn_stream(text):
+            yield event
+
+    async def checkpoint(self, session_id: str, label: str | None = None) -> str:
+        """Checkpoint a session now; raises if the write fails."""
+        session = await self.get_or_recover(session_id)
+        return await self.checkpointer.checkpoint(session, label)
+
+    # -- sync twins -------------------------------------------------------------------------
+
+    def create_sync(self, agent: Agent, bundle: RuntimeBundle | None = None) -> str:
+        """Blocking twin of :meth:`create`."""
+        return run_sync(self.create(agent, bundle))
+
+    def create_child_sync(self, parent_id: str, agent: Agent) -> str:
+        """Blocking twin of :meth:`create_child`."""
+        return run_sync(self.create_child(parent_id, agent))
+
+    def get_sync(self, session_id: str) -> AgentSession:
+        """Blocking twin of :meth:`get`."""
+        return run_sync(self.get(session_id))
+
+    def recover_sync(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+        """Blocking twin of :meth:`recover`."""
+        return run_sync(self.recover(session_id, agent))
+
+    def replace_sync(self, session_id: str, session: AgentSession) -> None:
+        """Blocking twin of :meth:`replace`."""
+        run_sync(self.replace(session_id, session))
+
+    def destroy_sync(self, session_id: str) -> None:
+        """Blocking twin of :meth:`destroy`."""
+        run_sync(self.destroy(session_id))
+
+    def destroy_subtree_sync(self, session_id: str) -> list[str]:
+        """Blocking twin of :meth:`destroy_subtree`."""
+        return run_sync(self.destroy_subtree(session_id))
+
+    def switch_agent_sync(self, session_id: str, new_agent: Agent) -> None:
+        """Blocking twin of :meth:`switch_agent`."""
+        run_sync(self.switch_agent(session_id, new_agent))
+
+    def children_sync(self, parent_id: str) -> list[str]:
+        """Blocking twin of :meth:`children`."""
+        return run_sync(self.children(parent_id))
+
+    def parent_sync(self, child_id: str) -> str | None:
+        """Blocking twin of :meth:`parent`."""
+        return run_sync(self.parent(child_id))
+
+    def tree_sync(self, root_id: str | None = None) -> SessionTree:
+        """Blocking twin of :meth:`tree`."""
+        return run_sync(self.tree(root_id))
+
+    def submit_turn_sync(self, session_id: str, text: str) -> TurnResult:
+        """Blocking twin of :meth:`submit_turn`."""
+        return run_sync(self.submit_turn(session_id, text))
+
+    def submit_turn_stream_sync(self, session_id: str, text: str) -> Iterator[TurnEvent]:
+        """Blocking twin of :meth:`submit_turn_stream`."""
+        return iterate_sync(self.submit_turn_stream(session_id, text))
+
+    def checkpoint_sync(self, session_id: str, label: str | None = None) -> str:
+        """Blocking twin of :meth:`checkpoint`."""
+        return run_sync(self.checkpoint(session_id, label))

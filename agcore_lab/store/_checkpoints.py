@@ -1,0 +1,255 @@
+"""Checkpoints in SQLite: one lean row each, slot states stored once, restores in one go.
+
+A ``checkpoints`` row has flat, pandas-friendly columns (turn, time, label, source, counts,
+tokens, cost) plus ``slots_json``: for each slot, the chain node at its head and the hash of its
+other state (mode, summary override, pins, fork point, ...). That state lives once per distinct
+value in ``slot_states``, so a checkpoint costs the same at turn 1,000 as at turn 10.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from agcore_lab.llm.usage import ModelSpend, Usage
+from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
+
+__all__ = [
+    "CHECKPOINT_SCHEMA",
+    "delete_checkpoints",
+    "insert_checkpoint",
+    "read_checkpoints",
+    "replace_slots",
+    "restore_memory",
+    "slot_values",
+]
+
+CHECKPOINT_SCHEMA = """
+CREATE TABLE checkpoints (
+    session_id        TEXT NOT NULL,
+    ckpt_id           TEXT NOT NULL,
+    parent_ckpt_id    TEXT,
+    turn_index        INTEGER NOT NULL,
+    created_at        TEXT NOT NULL,
+    label             TEXT,
+    source            TEXT NOT NULL,
+    message_count     INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd          REAL NOT NULL,
+    agent_name        TEXT NOT NULL,
+    current_slot_id   TEXT NOT NULL,
+    last_summary_turn INTEGER,
+    memory_version    INTEGER NOT NULL,
+    slots_json        TEXT NOT NULL,
+    spend_json        TEXT NOT NULL,
+    PRIMARY KEY (session_id, ckpt_id)
+) WITHOUT ROWID;
+CREATE TABLE slot_states (
+    state_hash TEXT PRIMARY KEY,
+    state_json TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+_SLOT_STATE_FIELDS = (
+    "parent_slot_id",
+    "fork_point",
+    "merge_base",
+    "mode",
+    "summary_override",
+    "pinned_ids",
+    "recent_window",
+    "created_at",
+)
+_SPEND = TypeAdapter(dict[str, ModelSpend])
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
+    """The row of ``slots`` for ``slot`` in ``session_id``."""
+    return (
+        session_id,
+        slot.slot_id,
+        slot.parent_slot_id,
+        slot.fork_point,
+        slot.merge_base,
+        slot.mode,
+        slot.head_node_id,
+        slot.summary_override,
+        _compact(slot.pinned_ids),
+        slot.recent_window,
+        slot.created_at.isoformat(),
+        slot.updated_at.isoformat(),
+    )
+
+
+def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[SlotRecord]) -> None:
+    """Make ``session_id`` have exactly ``slots``."""
+    conn.execute("DELETE FROM slots WHERE session_id = ?", (session_id,))
+    conn.executemany(
+        "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [slot_values(s, session_id) for s in slots],
+    )
+
+
+def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
+    state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
+    text = _compact(state)
+    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    conn.execute("INSERT OR IGNORE INTO slot_states VALUES (?, ?)", (digest, text))
+    return digest
+
+
+def _spend_compact(spend: dict[str, ModelSpend]) -> str:
+    return _compact(
+        {
+            model: [s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.requests, s.cost]
+            for model, s in spend.items()
+        }
+    )
+
+
+def _spend_from(text: str) -> dict[str, ModelSpend]:
+    return {
+        model: ModelSpend(usage=Usage(prompt_tokens=p, completion_tokens=c, requests=r), cost=cost)
+        for model, (p, c, r, cost) in json.loads(text).items()
+    }
+
+
+def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
+    """Insert one checkpoint row (and any slot state not stored yet)."""
+    slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
+    conn.execute(
+        "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            ckpt.session_id,
+            ckpt.ckpt_id,
+            ckpt.parent_ckpt_id,
+            ckpt.turn_index,
+            ckpt.created_at.isoformat(),
+            ckpt.label,
+            ckpt.source,
+            ckpt.message_count,
+            ckpt.prompt_tokens,
+            ckpt.completion_tokens,
+            ckpt.cost_usd,
+            ckpt.agent_name,
+            ckpt.current_slot_id,
+            ckpt.last_summary_turn,
+            ckpt.memory_version,
+            _compact(slots),
+            _spend_compact(ckpt.spend),
+        ),
+    )
+
+
+def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
+    slots = {
+        slot_id: SlotRecord(
+            session_id=row["session_id"], slot_id=slot_id, head_node_id=head, **states[digest]
+        )
+        for slot_id, (head, digest) in json.loads(row["slots_json"]).items()
+    }
+    return CkptMeta(
+        ckpt_id=row["ckpt_id"],
+        session_id=row["session_id"],
+        parent_ckpt_id=row["parent_ckpt_id"],
+        turn_index=row["turn_index"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        label=row["label"],
+        source=row["source"],
+        message_count=row["message_count"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        cost_usd=row["cost_usd"],
+        agent_name=row["agent_name"],
+        current_slot_id=row["current_slot_id"],
+        last_summary_turn=row["last_summary_turn"],
+        memory_version=row["memory_version"],
+        slots=slots,
+        spend=_spend_from(row["spend_json"]),
+    )
+
+
+def read_checkpoints(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[CkptMeta]:
+    """Checkpoints matching ``where`` (an SQL condition), newest first."""
+    cursor = conn.execute(
+        f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC", tuple(params)
+    )
+    cursor.row_factory = sqlite3.Row
+    rows = cursor.fetchall()
+    digests = {d for r in rows for _, d in json.loads(r["slots_json"]).values()}
+    states: dict[str, dict[str, Any]] = {}
+    for digest in digests:
+        found = conn.execute(
+            "SELECT state_json FROM slot_states WHERE state_hash = ?", (digest,)
+        ).fetchone()
+        states[digest] = json.loads(found[0])
+    return [_from_row(r, states) for r in rows]
+
+
+def delete_checkpoints(
+    conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
+) -> int:
+    """Delete a session's checkpoints (all, or those listed); return how many."""
+    if ckpt_ids is None:
+        return conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,)).rowcount
+    removed = 0
+    for ckpt_id in ckpt_ids:
+        removed += conn.execute(
+            "DELETE FROM checkpoints WHERE session_id = ? AND ckpt_id = ?", (session_id, ckpt_id)
+        ).rowcount
+    return removed
+
+
+def restore_memory(
+    conn: sqlite3.Connection, source_session: str, version: int, target: SessionRecord, now: str
+) -> int:
+    """Append memory writes that make ``target``'s live memory equal ``source_session``'s
+    memory as of ``version``; return the target's memory version afterwards."""
+    wanted = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            """SELECT m.key, m.value_json, m.metadata_json, m.created_at FROM memory_log m
+               WHERE m.session_id = ?1 AND m.deleted = 0 AND m.version = (
+                   SELECT max(version) FROM memory_log l
+                   WHERE l.session_id = ?1 AND l.key = m.key AND l.version <= ?2)""",
+            (source_session, version),
+        )
+    }
+    current = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT key, value_json, metadata_json, created_at FROM memory WHERE session_id = ?",
+            (target.session_id,),
+        )
+    }
+    latest = conn.execute(
+        "SELECT coalesce(max(version), 0) FROM memory_log WHERE session_id = ?",
+        (target.session_id,),
+    ).fetchone()[0]
+    for key in sorted(set(wanted) | set(current)):
+        if key in wanted and current.get(key) == wanted[key]:
+            continue
+        latest += 1
+        if key in wanted:
+            value, metadata, created = wanted[key]
+            conn.execute(
+                "INSERT INTO memory_log VALUES (?,?,?,?,?,?,?,0)",
+                (target.session_id, latest, key, value, metadata, created, now),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO memory_log VALUES (?,?,?,NULL,'{}',?,?,1)",
+                (target.session_id, latest, key, now, now),
+            )
+    return int(latest)
