@@ -1,8 +1,9 @@
 """The offline demo: ``python -m agcore_lab demo`` (or ``agcore-lab demo``).
 
 Runs fully offline on ``ScriptedModel`` and a SQLite file in the working directory: a session
-with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, and
-a printed report. Running it again adds a new session to the same file.
+with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, a
+session tree with checkpoints, a fork from a checkpoint and a rollback, and a printed report.
+Running it again adds new sessions to the same file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from agcore_lab.agent.agent import Agent, RuntimeBundle
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.agent.summary import SummaryConfig
+from agcore_lab.engine.manager import SessionManager
 from agcore_lab.llm.messages import ToolCall
 from agcore_lab.llm.scripted import ScriptedModel, ScriptItem
 from agcore_lab.llm.usage import ModelPrice, PriceTable
@@ -83,6 +85,9 @@ class DemoReport:
     summary: str | None = None
     memory_keys: list[str] = field(default_factory=list)
     main_mode: str = "full"
+    tree_sizes: list[int] = field(default_factory=list)
+    checkpoints: int = 0
+    fork_reply: str = ""
     turns: int = 0
     tokens: int = 0
     cost: float = 0.0
@@ -130,15 +135,45 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     report.turns = session.turn_index
     report.tokens = session.usage.total_tokens
     report.cost = session.cost_so_far
+    _time_travel(store, report, out)
     report.sessions_in_store = len(store.list_sessions())
     store.close()
 
-    out("\n5. Report")
+    out("\n6. Report")
     out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
     out(f"  main slot mode: {report.main_mode} (a summary switches it to focused)")
     out(f"  memory keys: {', '.join(report.memory_keys)}")
     out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
+    out(f"  session tree: {report.tree_sizes}   checkpoints of the writer: {report.checkpoints}")
     out(f"  sessions in {db_path}: {report.sessions_in_store}")
     return report
+
+
+def _time_travel(store: SqliteStore, report: DemoReport, out: Callable[[str], None]) -> None:
+    out("\n5. A session tree with time travel (SessionManager + Checkpointer)")
+    manager = SessionManager(store)
+    writer = Agent(
+        name="writer",
+        model=ScriptedModel(["Draft one.", "Draft two.", "Draft three.", "A better draft two."]),
+    )
+    sid = manager.create_sync(writer)
+    for i in (1, 2, 3):
+        manager.submit_turn_sync(sid, f"Write draft {i}")
+    checkpoints = manager.checkpointer.list_checkpoints_sync(sid)  # newest first
+    out("  checkpoints: " + ", ".join(f"turn {c.turn_index} ({c.source})" for c in checkpoints))
+    after_two = next(c for c in checkpoints if c.turn_index == 2)
+    child = manager.checkpointer.fork_sync(sid, after_two.ckpt_id)
+    reply = manager.submit_turn_sync(child, "Rewrite draft two").reply
+    out(f"  forked at turn 2 into {child}; the fork answers: {reply}")
+    first = next(c for c in checkpoints if c.turn_index == 1)
+    manager.checkpointer.rollback_sync(sid, first.ckpt_id)
+    session = manager.get_sync(sid)
+    out(f"  rolled the writer back to turn {first.turn_index}: {len(session.messages)} messages")
+    tree = manager.tree_sync(sid)
+    for depth, node in tree.walk():
+        out(f"  {'  ' * depth}- {node.session_id} ({node.agent_name}, {node.turn_index} turns)")
+    report.tree_sizes = [len(manager.tree_sync(sid)), len(manager.children_sync(sid))]
+    report.checkpoints = len(manager.checkpointer.list_checkpoints_sync(sid))
+    report.fork_reply = reply

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,14 @@ def test_demo_runs_offline_and_twice(tmp_path: Path) -> None:
     assert first.main_mode == "focused"
     assert first.memory_keys == ["conversation_summary", "currency"]
     assert first.cost > 0 and first.tokens > 0
-    assert first.sessions_in_store == 1
+    assert first.tree_sizes == [2, 1] and first.checkpoints == 5
+    assert first.fork_reply == "A better draft two."
+    assert first.sessions_in_store == 3  # the calculator, the writer and its fork
     report = "\n".join(lines)
     assert "Merge the what-if slot back" in report and "automatic summary:" in report
 
     second = run_demo(db, out=lambda _line: None)
-    assert second.sessions_in_store == 2
+    assert second.sessions_in_store == 6
     # Deterministic: the same story gives the same replies and figures.
     assert second.replies == first.replies and second.tokens == first.tokens
 
@@ -43,7 +46,7 @@ def test_demo_command_line(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "5. Report" in done.stdout and "sessions in" in done.stdout
+    assert "6. Report" in done.stdout and "sessions in" in done.stdout
 
 
 def test_command_line_without_command_shows_help() -> None:
@@ -80,3 +83,14 @@ def test_readme_has_exactly_the_two_commands_ci_runs() -> None:
     ]
     ci = (ROOT / ".ci" / "run").read_text()
     assert "<!-- test command -->" in ci
+
+
+def test_readme_time_travel_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = _python_blocks((ROOT / "README.md").read_text())
+    snippet = next(b for b in blocks if "SessionManager" in b)
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    manager, sid, df = namespace["manager"], namespace["sid"], namespace["df"]
+    assert manager.get_sync(sid).turn_index == 0  # back to the first checkpoint
+    assert list(df["source"])[:1] == ["rollback"] and len(df) == 5
