@@ -3,8 +3,10 @@
 ``%load_ext agcore_lab`` registers the ``%agcore`` magics (:mod:`agcore_lab.jupyter.magics`).
 Widgets load on first use, so loading the extension stays fast::
 
-    from agcore_lab.jupyter import SlotDiffViewer
+    from agcore_lab.jupyter import CheckpointTimeline, SessionTreeBrowser, SlotDiffViewer
     SlotDiffViewer(session, "main", "alt")
+    SessionTreeBrowser(manager)
+    CheckpointTimeline(manager, session_id)
 """
 
 from __future__ import annotations
@@ -14,11 +16,27 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
     from agcore_lab.jupyter.magics import AgcoreMagics
+    from agcore_lab.jupyter.timeline import CheckpointTimeline
+    from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
 
-__all__ = ["AgcoreMagics", "SlotDiffViewer", "load_ipython_extension"]
+__all__ = [
+    "AgcoreMagics",
+    "CheckpointTimeline",
+    "SessionTreeBrowser",
+    "SlotDiffViewer",
+    "load_ipython_extension",
+]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "SessionTreeBrowser":
+        from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
+
+        return SessionTreeBrowser
+    if name == "CheckpointTimeline":
+        from agcore_lab.jupyter.timeline import CheckpointTimeline
+
+        return CheckpointTimeline
     if name == "SlotDiffViewer":
         from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
 

@@ -123,6 +123,54 @@ STYLE = f"""
   text-align: left;
   border-bottom: 1px solid var(--jp-border-color2, #e0e0e0);
 }}
+.agc-view table.agc-table tr.agc-selected td {{
+  background: {_tint("--jp-brand-color1", "#1976d2", 18)};
+}}
+.agc-view table.agc-details th {{ color: var(--jp-ui-font-color2, #555); font-weight: 600; }}
+.agc-view .agc-tree-list select, .agc-view .agc-ckpt-list select, .agc-view pre.agc-columns {{
+  font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 12px);
+  white-space: pre;
+}}
+.agc-view pre.agc-columns {{
+  margin: 4px 0 0 0;
+  padding: 0 4px;
+  color: var(--jp-ui-font-color2, #555);
+  background: transparent;
+}}
+.agc-view .agc-tree-row {{
+  font-family: var(--jp-code-font-family, monospace);
+  white-space: pre;
+}}
+.agc-view .agc-tree-row.agc-selected {{ background: {_tint("--jp-brand-color1", "#1976d2", 18)}; }}
+.agc-view ol.agc-messages {{ margin: 2px 0; padding-left: 22px; }}
+.agc-view ol.agc-messages li {{ margin: 1px 0; }}
+.agc-view svg.agc-plot {{ display: block; max-width: 100%; height: auto; }}
+.agc-view svg.agc-plot .agc-axis {{ stroke: var(--jp-border-color1, #bdbdbd); stroke-width: 1; }}
+.agc-view svg.agc-plot .agc-tick {{
+  fill: var(--jp-ui-font-color2, #555);
+  font-size: 10px;
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+}}
+.agc-view svg.agc-plot .agc-tokens-label {{ fill: var(--jp-brand-color1, #1976d2); }}
+.agc-view svg.agc-plot .agc-cost-label {{ fill: var(--jp-warn-color1, #f57c00); }}
+.agc-view svg.agc-plot polyline {{ fill: none; stroke-width: 1.5; }}
+.agc-view svg.agc-plot .agc-line-tokens {{ stroke: var(--jp-brand-color1, #1976d2); }}
+.agc-view svg.agc-plot .agc-line-cost {{
+  stroke: var(--jp-warn-color1, #f57c00);
+  stroke-dasharray: 4 3;
+}}
+.agc-view svg.agc-plot .agc-pt {{
+  fill: var(--jp-brand-color1, #1976d2);
+  stroke: var(--jp-layout-color1, #ffffff);
+}}
+.agc-view svg.agc-plot .agc-pt-rollback {{ fill: var(--jp-error-color1, #c62828); }}
+.agc-view svg.agc-plot .agc-pt-fork {{ fill: var(--jp-success-color1, #2e7d32); }}
+.agc-view svg.agc-plot .agc-pt-manual {{ fill: var(--jp-warn-color1, #f57c00); }}
+.agc-view svg.agc-plot .agc-pt-selected {{
+  stroke: var(--jp-ui-font-color1, #1f1f1f);
+  stroke-width: 2;
+}}
 """
 
 

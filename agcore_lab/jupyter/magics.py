@@ -1,13 +1,20 @@
-"""The ``%agcore`` / ``%%agcore`` magics: chat, slots, fork, switch, merge, diff, help.
+"""The ``%agcore`` / ``%%agcore`` magics: slots and chat, then the session tree and time travel.
 
 Load them with ``%load_ext agcore_lab``. Every command is a thin wrapper over the public
-``AgentSession`` API (its ``*_sync`` twins, which run on agcore_lab's background loop — the
-kernel's own loop is already running in a notebook).
+``AgentSession`` and ``SessionManager`` APIs (their ``*_sync`` twins, which run on agcore_lab's
+background loop — the kernel's own loop is already running in a notebook).
 
 Sessions: ``--session NAME`` names a variable in the notebook holding an ``AgentSession``; if
 there is no such variable, a session the magics keep under that name (``%%agcore chat`` creates
 it on first use, with the offline ``ScriptedModel`` and an in-memory store). Without
 ``--session``, the session used last (``default`` at first).
+
+Managers: ``sessions``, ``tree``, ``timeline``, ``checkpoint``, ``rollback`` and ``fork CKPT``
+work on a :class:`~agcore_lab.SessionManager`: ``--manager VAR`` names the variable holding it;
+without it, the only ``SessionManager`` in the notebook. Their ``--session ID`` is a session id
+(or a variable holding one, or an ``AgentSession``); without it, the manager session used last
+by these commands, or the manager's only live session. ``fork`` takes a checkpoint when its
+argument is a checkpoint id (``ckpt_...``) and a slot name otherwise.
 
 Errors never print a traceback: usage mistakes and engine errors are one line,
 ``agcore: <message>``, on stderr.
@@ -20,6 +27,9 @@ Example (in a notebook)::
 
     %agcore fork alt
     %agcore diff main alt
+
+    %agcore checkpoint --session {sid} --label "before the experiment"
+    %agcore timeline
 """
 
 from __future__ import annotations
@@ -30,15 +40,18 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument
 from IPython.display import display
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
+from agcore_lab.jupyter._magic_args import CommandError as _CommandError
+from agcore_lab.jupyter._magic_args import command as _command
+from agcore_lab.jupyter._magic_args import parse as _parse
+from agcore_lab.jupyter._manager_magics import ManagerCommands, names_checkpoint
 from agcore_lab.llm.scripted import ScriptedModel
 
 __all__ = ["AgcoreMagics", "load_ipython_extension"]
@@ -47,7 +60,7 @@ DEFAULT_SESSION = "default"
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 HELP = """\
-%agcore commands (each takes --session NAME):
+%agcore commands: slots (each takes --session NAME)
   %%agcore chat       send the cell as a user turn and show the reply
   %agcore slots       list the slots (id, messages, mode, parent; * marks the current one)
   %agcore fork NAME   fork the current slot into NAME and switch to it
@@ -56,13 +69,24 @@ HELP = """\
   %agcore merge NAME  merge slot NAME into its parent
                       [--into SLOT] [--strategy append|replace|summarize]
   %agcore diff A B    show slots A and B side by side, with a merge button
-  %agcore help        this list
 --session NAME: a variable holding an AgentSession, or a session kept by these magics under
-that name (the first %%agcore chat makes it). Without it: the session used last."""
+that name (the first %%agcore chat makes it). Without it: the session used last.
 
+session tree and time travel (each takes --manager VAR; all but sessions/tree --session ID)
+  %agcore sessions    the stored sessions, as a DataFrame (df = %agcore sessions)
+  %agcore tree        browse the session tree: details, memory, new child, switch agent, destroy
+  %agcore timeline [SESSION]
+                      the session's checkpoints: plot, preview, rollback and fork buttons
+  %agcore checkpoint  take a checkpoint of the session now [--label L]
+  %agcore rollback CKPT
+                      return the checkpoint's session to that checkpoint
+  %agcore fork CKPT   start a child session from checkpoint CKPT (an id 'ckpt_...')
+                      and use it from now on [--no-switch]
+--manager VAR: a variable holding a SessionManager (default: the only one in the notebook).
+--session ID: a session id, or a variable holding one (default: the manager session used
+last here, or the manager's only live session).
 
-class _CommandError(Exception):
-    """A usage mistake in a magic line: shown as one ``agcore:`` line."""
+  %agcore help        this list"""
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -70,19 +94,6 @@ _M = TypeVar("_M", bound=type)
 # IPython's decorators are untyped; these aliases keep mypy's strict checks on our functions.
 _line_cell_magic = cast(Callable[[_F], _F], line_cell_magic)
 _magics_class = cast(Callable[[_M], _M], magics_class)
-
-
-def _command(name: str, usage: str, *arguments: Any) -> Callable[..., Any]:
-    """An argument spec for one command, for ``parse_argstring`` (the magic_arguments way)."""
-
-    def spec(line: str) -> None:
-        pass
-
-    spec.__doc__ = usage
-    # Decorators apply bottom-up; applying in reverse keeps the arguments in the given order.
-    for arg in reversed(arguments):
-        spec = arg(spec)
-    return cast(Callable[..., Any], magic_arguments(name=f"agcore {name}")(spec))
 
 
 _SESSION = argument("--session", "-s", default=None, help="session variable or name")
@@ -120,16 +131,6 @@ _DIFF = _command(
 )
 
 
-def _parse(spec: Callable[..., Any], line: str) -> Any:
-    try:
-        return parse_argstring(spec, line)
-    except UsageError as exc:
-        raise _CommandError(str(exc)) from None
-    except SystemExit:
-        # argparse exits after printing --help; the usage is already on screen.
-        raise _CommandError("see the usage above") from None
-
-
 def _slots_table(session: AgentSession) -> dict[str, str]:
     rows = [
         (
@@ -161,7 +162,7 @@ def _slots_table(session: AgentSession) -> dict[str, str]:
 
 
 @_magics_class
-class AgcoreMagics(Magics):
+class AgcoreMagics(ManagerCommands, Magics):
     """``%agcore`` (line) and ``%%agcore`` (cell): drive agcore_lab sessions from a notebook.
 
     ``%agcore help`` lists the commands. Sessions created by the magics are kept in
@@ -172,18 +173,27 @@ class AgcoreMagics(Magics):
         super().__init__(shell)
         self.sessions: dict[str, AgentSession] = {}
         self.last_session: str = DEFAULT_SESSION
+        self.last_manager_session: str | None = None
 
     @_line_cell_magic
-    def agcore(self, line: str, cell: str | None = None) -> None:
-        """Run one ``%agcore`` command; see ``%agcore help``."""
+    def agcore(self, line: str, cell: str | None = None) -> Any:
+        """Run one ``%agcore`` command; see ``%agcore help``.
+
+        Returns ``None``, except ``%agcore sessions``, which returns a DataFrame.
+        """
         command, rest = ([*line.split(None, 1), "", ""])[:2]
-        handlers: dict[str, Callable[[str, str | None], None]] = {
+        handlers: dict[str, Callable[[str, str | None], Any]] = {
             "chat": self._chat,
             "slots": self._slots,
             "fork": self._fork,
             "switch": self._switch,
             "merge": self._merge,
             "diff": self._diff,
+            "sessions": self._sessions,
+            "tree": self._tree,
+            "timeline": self._timeline,
+            "checkpoint": self._checkpoint,
+            "rollback": self._rollback,
             "help": self._help,
         }
         try:
@@ -191,10 +201,11 @@ class AgcoreMagics(Magics):
             if handler is None:
                 what = f"unknown command {command!r}" if command else "no command given"
                 raise _CommandError(f"{what}; commands: {', '.join(handlers)} (%agcore help)")
-            handler(rest, cell)
+            return handler(rest, cell)
         except (_CommandError, AgcoreError) as exc:
             text = exc.message if isinstance(exc, AgcoreError) else str(exc)
             print("agcore: " + " ".join(text.split()), file=sys.stderr)
+            return None
 
     # -- session resolution -----------------------------------------------------------------
 
@@ -254,6 +265,9 @@ class AgcoreMagics(Magics):
         display(_slots_table(self.resolve(args.session)), raw=True)
 
     def _fork(self, rest: str, _cell: str | None) -> None:
+        if names_checkpoint(rest):
+            self._fork_checkpoint(rest)
+            return
         args = _parse(_FORK, rest)
         session = self.resolve(args.session)
         source = args.from_slot or session.current_slot_id
