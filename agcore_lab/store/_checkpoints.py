@@ -12,7 +12,6 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -27,6 +26,7 @@ __all__ = [
     "read_checkpoints",
     "replace_slots",
     "restore_memory",
+    "slot_from_row",
     "slot_values",
 ]
 
@@ -90,6 +90,11 @@ def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
         slot.created_at.isoformat(),
         slot.updated_at.isoformat(),
     )
+
+
+def slot_from_row(row: sqlite3.Row) -> SlotRecord:
+    """The ``SlotRecord`` of a row of ``slots``."""
+    return SlotRecord.model_validate({**dict(row), "pinned_ids": json.loads(row["pinned_json"])})
 
 
 def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[SlotRecord]) -> None:
@@ -159,24 +164,9 @@ def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
         )
         for slot_id, (head, digest) in json.loads(row["slots_json"]).items()
     }
-    return CkptMeta(
-        ckpt_id=row["ckpt_id"],
-        session_id=row["session_id"],
-        parent_ckpt_id=row["parent_ckpt_id"],
-        turn_index=row["turn_index"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        label=row["label"],
-        source=row["source"],
-        message_count=row["message_count"],
-        prompt_tokens=row["prompt_tokens"],
-        completion_tokens=row["completion_tokens"],
-        cost_usd=row["cost_usd"],
-        agent_name=row["agent_name"],
-        current_slot_id=row["current_slot_id"],
-        last_summary_turn=row["last_summary_turn"],
-        memory_version=row["memory_version"],
-        slots=slots,
-        spend=_spend_from(row["spend_json"]),
+    # The flat columns map onto the fields by name; the two JSON columns are decoded.
+    return CkptMeta.model_validate(
+        {**dict(row), "slots": slots, "spend": _spend_from(row["spend_json"])}
     )
 
 

@@ -30,6 +30,7 @@ from agcore_lab.store._checkpoints import (
     read_checkpoints,
     replace_slots,
     restore_memory,
+    slot_from_row,
     slot_values,
 )
 from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
@@ -236,23 +237,7 @@ class SqliteStore:
         rows = self._read(
             "SELECT * FROM slots WHERE session_id = ? ORDER BY created_at, slot_id", (session_id,)
         )
-        return [
-            SlotRecord(
-                session_id=r["session_id"],
-                slot_id=r["slot_id"],
-                parent_slot_id=r["parent_slot_id"],
-                fork_point=r["fork_point"],
-                merge_base=r["merge_base"],
-                mode=r["mode"],
-                head_node_id=r["head_node_id"],
-                summary_override=r["summary_override"],
-                pinned_ids=json.loads(r["pinned_json"]),
-                recent_window=r["recent_window"],
-                created_at=datetime.fromisoformat(r["created_at"]),
-                updated_at=datetime.fromisoformat(r["updated_at"]),
-            )
-            for r in rows
-        ]
+        return [slot_from_row(r) for r in rows]
 
     def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
