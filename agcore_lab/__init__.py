@@ -26,6 +26,7 @@ from agcore_lab.agent import (
     TurnResult,
     diff_slots,
 )
+from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.engine import (
     AgentNotFoundError,
     Checkpointer,
@@ -71,6 +72,8 @@ from agcore_lab.llm import (
     UserMessage,
 )
 from agcore_lab.store import CkptMeta, SqliteStore, Store
+from agcore_lab.store._approvals import RunNotFoundError
+from agcore_lab.store.pending import PendingToolCall, SessionState
 
 if TYPE_CHECKING:
     from agcore_lab.llm.openai import OpenAIChatModel
@@ -82,6 +85,7 @@ __all__ = [
     "Agent",
     "AgentNotFoundError",
     "AgentSession",
+    "Approve",
     "AssistantMessage",
     "ChatModel",
     "ChatResponse",
@@ -103,8 +107,11 @@ __all__ = [
     "ModelPrice",
     "NotFoundError",
     "OpenAIChatModel",
+    "PendingToolCall",
     "PriceTable",
     "PruneReport",
+    "Reject",
+    "RunNotFoundError",
     "RuntimeBundle",
     "ScriptedModel",
     "SessionManager",
@@ -112,6 +119,7 @@ __all__ = [
     "SessionNode",
     "SessionNotFoundError",
     "SessionSnapshot",
+    "SessionState",
     "SessionTree",
     "SlotDiff",
     "SlotMode",

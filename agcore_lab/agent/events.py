@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from agcore_lab.llm.base import TextDelta, ToolCallDelta
 from agcore_lab.llm.messages import Message, ToolCall, ToolMessage
 from agcore_lab.llm.usage import Usage
+from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["ToolCallStarted", "ToolResultReady", "TurnDone", "TurnEvent", "TurnResult"]
 
@@ -31,7 +32,10 @@ class TurnResult(BaseModel):
         messages: All messages the turn added (user message first).
         usage: Tokens of every model call in the turn.
         cost: USD of those calls at the session's prices.
-        status: ``"completed"``, or ``"max_tool_rounds"`` when the tool loop hit its limit.
+        status: ``"completed"``; ``"interrupted"`` when a tool call waits for approval (see
+            ``pending_tool_call``); ``"max_tool_rounds"`` when the tool loop hit its limit.
+        run_id: Identifies the turn (an interrupted turn keeps it when resumed).
+        pending_tool_call: The call waiting for a person's decision, when interrupted.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -45,7 +49,9 @@ class TurnResult(BaseModel):
     messages: list[Message]
     usage: Usage
     cost: float
-    status: Literal["completed", "max_tool_rounds"] = "completed"
+    status: Literal["completed", "max_tool_rounds", "interrupted"] = "completed"
+    run_id: str = ""
+    pending_tool_call: PendingToolCall | None = None
 
 
 class ToolCallStarted(BaseModel):

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
+from agcore_lab.agent.approval import ApprovalOperations
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.slot_ops import SlotOperations
@@ -34,7 +35,7 @@ from agcore_lab.errors import (
     SlotNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import Message
+from agcore_lab.llm.messages import Message, ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import SessionRecord, Store
@@ -47,7 +48,7 @@ MAIN_SLOT = "main"
 SUMMARY_KEY = "conversation_summary"
 
 
-class AgentSession(SlotOperations):
+class AgentSession(SlotOperations, ApprovalOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -86,6 +87,7 @@ class AgentSession(SlotOperations):
         self.current_slot_id = MAIN_SLOT
         self.hooks: list[TurnHook] = []
         self._lock = CrossLoopLock()
+        self.pending_interrupt_id: str | None = None
         self.store.create_session(self._record())
         self.store.commit(self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)])
         self.session_memory = SessionMemory(self.store, self.session_id)
@@ -139,6 +141,19 @@ class AgentSession(SlotOperations):
         self.slots = slots or {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
         self.current_slot_id = record.current_slot_id
         self.session_memory = SessionMemory(store, self.session_id)
+        self.pending_interrupt_id = self._unanswered_interrupt()
+
+    def _unanswered_interrupt(self) -> str | None:
+        # The latest call that stopped a turn and has no tool answer in the history yet.
+        answered = {
+            m.tool_call_id for m in self.current_slot.messages if isinstance(m, ToolMessage)
+        }
+        waiting = [
+            c
+            for c in self.store.list_pending(self.session_id, include_resolved=True)
+            if c.status in ("PENDING_APPROVAL", "EXPIRED") and c.tool_call_id not in answered
+        ]
+        return waiting[-1].interrupt_id if waiting else None
 
     # -- read-only views --------------------------------------------------------------------
 
@@ -271,10 +286,15 @@ class AgentSession(SlotOperations):
                 slot=self.current_slot.copy(),
                 cost=self.cost_tracker.model_copy(deep=True),
             )
+            self._settle_before_turn(draft)
             async for event in run_turn(self.agent, draft, text, stream=stream):
                 yield event
-            result = self._commit_turn(draft)
+            result = self._commit_turn(draft, run_id=new_id("run"))
             await self._after_turn(result)
+        self._raise_for_status(result)
+        yield TurnDone(result=result)
+
+    def _raise_for_status(self, result: TurnResult) -> None:
         if result.status == "max_tool_rounds":
             raise MaxToolRoundsError(
                 f"the model was still calling tools after {self.agent.max_tool_rounds} rounds; "
@@ -282,21 +302,26 @@ class AgentSession(SlotOperations):
                 session_id=self.session_id,
                 partial=result,
             )
-        yield TurnDone(result=result)
 
-    def _commit_turn(self, draft: TurnDraft) -> TurnResult:
-        turn_index = self.turn_index + 1
+    def _commit_turn(
+        self, draft: TurnDraft, *, run_id: str, continuing: bool = False
+    ) -> TurnResult:
+        # A resumed turn continues the interrupted one: same run, same turn number.
+        turn_index = self.turn_index if continuing else self.turn_index + 1
         slot = draft.slot
+        pending = self._new_pending(draft, run_id)
         self.store.commit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
             messages=draft.new_messages,
             links=draft.links,
             slots=[slot.to_record(self.session_id)],
+            pending=pending,
         )
         # Written: now the live state may change.
         self.slots[slot.slot_id] = slot
         self.turn_index = turn_index
         self.cost_tracker = draft.cost
+        self.pending_interrupt_id = pending.interrupt_id if pending is not None else None
         return TurnResult(
             session_id=self.session_id,
             slot_id=slot.slot_id,
@@ -308,6 +333,8 @@ class AgentSession(SlotOperations):
             usage=draft.usage,
             cost=draft.cost_delta,
             status=draft.status,
+            run_id=run_id,
+            pending_tool_call=pending,
         )
 
     async def _after_turn(self, result: TurnResult) -> None:

@@ -25,7 +25,7 @@ from agcore_lab.llm.tools import run_tool_call
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import LinkRecord
 
-__all__ = ["TurnDraft", "run_turn"]
+__all__ = ["TurnDraft", "resume_turn", "run_turn"]
 
 
 @dataclass
@@ -41,11 +41,24 @@ class TurnDraft:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_results: list[ToolMessage] = field(default_factory=list)
     reply: str = ""
-    status: Literal["completed", "max_tool_rounds"] = "completed"
+    status: Literal["completed", "max_tool_rounds", "interrupted"] = "completed"
+    interrupt: tuple[ToolCall, list[ToolCall], float | None] | None = None
 
     def add(self, message: Message) -> None:
         self.new_messages.append(message)
         self.links.extend(self.slot.extend([message]))
+
+    def answer_unexecuted(self, call: ToolCall, why: str) -> None:
+        """Answer a call that will not run with an error tool message (keeps the history
+        valid for every chat API)."""
+        note = ToolMessage(
+            content=f"Error: not executed; {why}.",
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=True,
+        )
+        self.add(note)
+        self.tool_results.append(note)
 
     def record(self, response: ChatResponse) -> None:
         self.usage = self.usage + response.usage
@@ -75,7 +88,50 @@ async def run_turn(
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn's tool loop into ``draft``, yielding stream and tool events."""
     draft.add(UserMessage(content=text))
-    rounds = 0
+    async for event in _loop(agent, draft, stream, rounds=0):
+        yield event
+
+
+async def resume_turn(
+    agent: Agent,
+    draft: TurnDraft,
+    answer: ToolMessage,
+    remaining: list[ToolCall],
+    *,
+    stream: bool = False,
+) -> AsyncIterator[TurnEvent]:
+    """Continue an interrupted turn: the decided call's tool message, the calls left from the
+    same model answer, then the tool loop as usual."""
+    draft.add(answer)
+    draft.tool_results.append(answer)
+    yield ToolResultReady(message=answer)
+    async for event in _run_calls(agent, draft, remaining):
+        yield event
+    if draft.interrupt is None:
+        async for event in _loop(agent, draft, stream, rounds=1):
+            yield event
+
+
+async def _run_calls(
+    agent: Agent, draft: TurnDraft, calls: list[ToolCall]
+) -> AsyncIterator[TurnEvent]:
+    for position, call in enumerate(calls):
+        tool = agent.tool_map.get(call.name)
+        if tool is not None and tool.needs_approval(call):
+            # Stop here: the call waits for a person; the rest of the answer waits with it.
+            draft.interrupt = (call, list(calls[position + 1 :]), tool.approval_timeout)
+            draft.status = "interrupted"
+            return
+        yield ToolCallStarted(call=call)
+        outcome = await run_tool_call(call, agent.tool_map)
+        draft.add(outcome.message)
+        draft.tool_results.append(outcome.message)
+        yield ToolResultReady(message=outcome.message)
+
+
+async def _loop(
+    agent: Agent, draft: TurnDraft, stream: bool, *, rounds: int
+) -> AsyncIterator[TurnEvent]:
     while True:
         async for event in _ask(agent, draft, stream):
             yield event
@@ -87,23 +143,13 @@ async def run_turn(
         draft.tool_calls.extend(answer.tool_calls)
         if rounds >= agent.max_tool_rounds:
             for call in answer.tool_calls:
-                note = ToolMessage(
-                    content=(
-                        f"Error: not executed; the turn reached max_tool_rounds "
-                        f"({agent.max_tool_rounds})."
-                    ),
-                    tool_call_id=call.id,
-                    name=call.name,
-                    is_error=True,
+                draft.answer_unexecuted(
+                    call, f"the turn reached max_tool_rounds ({agent.max_tool_rounds})"
                 )
-                draft.add(note)
-                draft.tool_results.append(note)
             draft.status = "max_tool_rounds"
             return
         rounds += 1
-        for call in answer.tool_calls:
-            yield ToolCallStarted(call=call)
-            outcome = await run_tool_call(call, agent.tool_map)
-            draft.add(outcome.message)
-            draft.tool_results.append(outcome.message)
-            yield ToolResultReady(message=outcome.message)
+        async for event in _run_calls(agent, draft, list(answer.tool_calls)):
+            yield event
+        if draft.interrupt is not None:
+            return

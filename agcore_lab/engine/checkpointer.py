@@ -19,6 +19,7 @@ from agcore_lab.errors import InvalidInputError, NotFoundError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
+from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,10 +75,16 @@ class Checkpointer:
             memory_version=self._store.memory_version(session.session_id),
             slots={sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
             spend=dict(session.cost_tracker.by_model),
+            pending=self._waiting(session),
         )
 
+    @staticmethod
+    def _waiting(session: AgentSession) -> PendingToolCall | None:
+        call = session.pending_tool_call()
+        return call if call is not None and call.status == "PENDING_APPROVAL" else None
+
     def _latest_id(self, session_id: str) -> str | None:
-        latest = self._store.list_checkpoints(session_id)
+        latest = self._store.list_checkpoints(session_id, limit=1)
         return latest[0].ckpt_id if latest else None
 
     async def checkpoint(
@@ -272,7 +279,8 @@ class Checkpointer:
         older_than: timedelta | None = None,
     ) -> PruneReport:
         """Remove old checkpoints, keeping the newest ``keep_last`` per session and/or those
-        newer than ``older_than``. A checkpoint a forked session starts from is never removed.
+        newer than ``older_than``. A checkpoint a forked session starts from, or one that holds
+        a pending tool call, is never removed.
 
         Returns:
             What was removed, what was kept because it is protected, and the bytes reclaimed
@@ -285,7 +293,7 @@ class Checkpointer:
         everything = self._store.list_checkpoints(None)
         protected = {
             m.parent_ckpt_id for m in everything if m.source == "fork" and m.parent_ckpt_id
-        }
+        } | {m.ckpt_id for m in everything if m.pending is not None}
         cutoff: datetime | None = utcnow() - older_than if older_than is not None else None
         removed: dict[str, list[str]] = {}
         kept_protected: list[str] = []

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.agent.agent import Agent, RuntimeBundle
+from agcore_lab.agent.approval import Decision
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
@@ -22,6 +23,7 @@ from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionNode, SessionTree
 from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 from agcore_lab.store.base import SessionRecord, Store
+from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,7 +212,7 @@ class SessionManager:
                     agent_name=record.agent_name,
                 )
         session = self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
-        latest = self.store.list_checkpoints(session_id)
+        latest = self.store.list_checkpoints(session_id, limit=1)
         if latest and self._differs(session, latest[0].turn_index, latest[0].slots):
             await self.checkpointer.rollback(session_id, latest[0].ckpt_id)
         return session
@@ -343,6 +345,50 @@ class SessionManager:
         async for event in session.submit_turn_stream(text):
             yield event
 
+    async def resume(
+        self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str
+    ) -> TurnResult:
+        """Decide a pending tool call and continue its turn (recovering the session if it is
+        not live here, e.g. after a kernel restart). See :meth:`AgentSession.resume`.
+
+        Raises:
+            SessionNotFoundError: Unknown session (404).
+            RunNotFoundError: Unknown run or interrupt (404).
+            ConflictError: Run/interrupt mismatch or already resolved (409).
+            GoneError: The call expired (410).
+        """
+        session = await self.get_or_recover(session_id)
+        result = await session.resume(run_id, interrupt_id, decision)
+        return result
+
+    def pending_calls(
+        self, session_id: str | None = None, *, include_resolved: bool = False
+    ) -> list[PendingToolCall]:
+        """Tool calls waiting for a decision (overdue ones are reported as EXPIRED)."""
+        return self.store.list_pending(session_id, include_resolved=include_resolved)
+
+    def pending_dataframe(self, *, include_resolved: bool = True) -> pd.DataFrame:
+        """Pending (and past) tool calls: session, tool, args, status, expires at, decided at."""
+        import pandas as pd
+
+        columns = [
+            "interrupt_id",
+            "session_id",
+            "run_id",
+            "tool_name",
+            "tool_args",
+            "status",
+            "created_at",
+            "expires_at",
+            "decided_at",
+            "result",
+        ]
+        rows = [
+            c.model_dump(include=set(columns))
+            for c in self.pending_calls(include_resolved=include_resolved)
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
     async def checkpoint(self, session_id: str, label: str | None = None) -> str:
         """Checkpoint a session now; raises if the write fails."""
         session = await self.get_or_recover(session_id)
@@ -401,6 +447,12 @@ class SessionManager:
     def submit_turn_stream_sync(self, session_id: str, text: str) -> Iterator[TurnEvent]:
         """Blocking twin of :meth:`submit_turn_stream`."""
         return iterate_sync(self.submit_turn_stream(session_id, text))
+
+    def resume_sync(
+        self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str
+    ) -> TurnResult:
+        """Blocking twin of :meth:`resume`."""
+        return run_sync(self.resume(session_id, run_id, interrupt_id, decision))
 
     def checkpoint_sync(self, session_id: str, label: str | None = None) -> str:
         """Blocking twin of :meth:`checkpoint`."""

@@ -109,14 +109,18 @@ class Tool:
         description: What it does (the docstring's summary by default).
         function: The Python callable, sync or async.
         arguments_model: The pydantic model that validates the arguments.
-        requires_approval: Whether a person must approve each call (used by the approval flow).
+        requires_approval: ``True`` if a person must approve every call, or a policy function
+            ``(call) -> bool`` that decides per call.
+        approval_timeout: Seconds a call may wait for a decision before it expires
+            (``None``: it never expires).
     """
 
     name: str
     description: str
     function: Callable[..., Any]
     arguments_model: type[BaseModel]
-    requires_approval: bool = False
+    requires_approval: bool | Callable[[ToolCall], bool] = False
+    approval_timeout: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     _spec: tuple[Any, ToolSpec] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -127,7 +131,8 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        requires_approval: bool = False,
+        requires_approval: bool | Callable[[ToolCall], bool] = False,
+        approval_timeout: float | None = None,
     ) -> Tool:
         """Make a tool from a plain function (sync or async).
 
@@ -135,13 +140,17 @@ class Tool:
             fn: The function; its parameters need type hints (unannotated means any JSON).
             name: Override the function's ``__name__``.
             description: Override the docstring's summary.
-            requires_approval: Mark the tool as needing a person's approval per call.
+            requires_approval: ``True``, or a policy ``(call) -> bool``: the call waits for a
+                person's approval before it runs.
+            approval_timeout: Seconds a call may wait before it expires.
 
         Raises:
             InvalidInputError: The name is not valid for the wire format, or the function takes
                 ``*args`` / ``**kwargs``.
         """
         tool_name = str(name or getattr(fn, "__name__", ""))
+        if approval_timeout is not None and approval_timeout <= 0:
+            raise InvalidInputError("approval_timeout must be > 0 seconds", tool_name=tool_name)
         if not _NAME.match(tool_name):
             raise InvalidInputError(
                 f"tool name {tool_name!r} must be 1-64 letters, digits, '_', '.' or '-'",
@@ -154,7 +163,13 @@ class Tool:
             function=fn,
             arguments_model=_arguments_model(fn, tool_name, arg_docs),
             requires_approval=requires_approval,
+            approval_timeout=approval_timeout,
         )
+
+    def needs_approval(self, call: ToolCall) -> bool:
+        """Whether this call must wait for a person's decision."""
+        policy = self.requires_approval
+        return bool(policy(call)) if callable(policy) else bool(policy)
 
     @property
     def spec(self) -> ToolSpec:

@@ -134,7 +134,7 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     """Insert one checkpoint row (and any slot state not stored yet)."""
     slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
     conn.execute(
-        "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             ckpt.session_id,
             ckpt.ckpt_id,
@@ -153,6 +153,7 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
             ckpt.memory_version,
             _compact(slots),
             _spend_compact(ckpt.spend),
+            ckpt.pending.model_dump_json() if ckpt.pending is not None else None,
         ),
     )
 
@@ -166,14 +167,22 @@ def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
     }
     # The flat columns map onto the fields by name; the two JSON columns are decoded.
     return CkptMeta.model_validate(
-        {**dict(row), "slots": slots, "spend": _spend_from(row["spend_json"])}
+        {
+            **dict(row),
+            "slots": slots,
+            "spend": _spend_from(row["spend_json"]),
+            "pending": json.loads(row["pending_json"]) if row["pending_json"] else None,
+        }
     )
 
 
-def read_checkpoints(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[CkptMeta]:
-    """Checkpoints matching ``where`` (an SQL condition), newest first."""
+def read_checkpoints(
+    conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
+) -> list[CkptMeta]:
+    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
     cursor = conn.execute(
-        f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC", tuple(params)
+        f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC LIMIT ?",
+        (*params, -1 if limit is None else limit),
     )
     cursor.row_factory = sqlite3.Row
     rows = cursor.fetchall()

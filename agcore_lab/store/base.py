@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store.pending import PendingToolCall
 
 __all__ = [
     "CheckpointSource",
@@ -133,6 +134,7 @@ class CkptMeta(BaseModel):
         memory_version: The session-memory version then.
         slots: Every slot's state, by id.
         spend: Usage and cost per model.
+        pending: The tool call that was waiting for approval then, if any.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -154,6 +156,7 @@ class CkptMeta(BaseModel):
     memory_version: int = 0
     slots: dict[str, SlotRecord] = Field(default_factory=dict)
     spend: dict[str, ModelSpend] = Field(default_factory=dict)
+    pending: PendingToolCall | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -192,9 +195,10 @@ class Store(Protocol):
         messages: Sequence[Message] = (),
         links: Sequence[LinkRecord] = (),
         slots: Sequence[SlotRecord] = (),
+        pending: PendingToolCall | None = None,
     ) -> None:
         """Write one change atomically: new messages (already-stored ids are skipped), new
-        links, upserted slots, and the session record (``updated_at`` is set by the caller).
+        links, upserted slots, a new pending tool call, and the session record.
 
         Raises:
             SessionNotFoundError: The session does not exist.
@@ -234,8 +238,10 @@ class Store(Protocol):
         """Store a checkpoint (one small row, whatever the history length)."""
         ...
 
-    def list_checkpoints(self, session_id: str | None = None) -> list[CkptMeta]:
-        """Checkpoints of a session (or of all sessions), newest first."""
+    def list_checkpoints(
+        self, session_id: str | None = None, *, limit: int | None = None
+    ) -> list[CkptMeta]:
+        """Checkpoints of a session (or of all sessions), newest first; at most ``limit``."""
         ...
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
@@ -251,6 +257,38 @@ class Store(Protocol):
         ``ckpt``: its record, exactly ``ckpt.slots``, and its memory as of
         ``ckpt.memory_version`` (copied from ``ckpt.session_id`` when that is another session).
         Then store ``marker`` with the memory version after the restore; return that version.
+        """
+        ...
+
+    def list_pending(
+        self, session_id: str | None = None, *, include_resolved: bool = False
+    ) -> list[PendingToolCall]:
+        """Tool calls awaiting approval (overdue ones are moved to EXPIRED first and listed as
+        such); with ``include_resolved``, every call ever interrupted."""
+        ...
+
+    def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
+        """One pending-call record, or ``None``."""
+        ...
+
+    def decide_pending(
+        self,
+        *,
+        session_id: str,
+        run_id: str,
+        interrupt_id: str,
+        to_status: str,
+        decision: dict[str, JsonValue] | None = None,
+        result: JsonValue = None,
+        from_status: str = "PENDING_APPROVAL",
+    ) -> PendingToolCall:
+        """Compare-and-set a call's status in one write transaction: exactly one of any number
+        of concurrent callers wins.
+
+        Raises:
+            RunNotFoundError: Unknown interrupt (404).
+            ConflictError: Run mismatch, or not in ``from_status`` any more (409).
+            GoneError: Past its expiry; it is moved to EXPIRED first (410).
         """
         ...
 

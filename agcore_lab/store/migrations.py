@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
+from agcore_lab.store._approvals import APPROVAL_SCHEMA
 from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
@@ -114,7 +115,15 @@ def _m002_checkpoints(conn: sqlite3.Connection) -> None:
     _run(conn, CHECKPOINT_SCHEMA)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core, _m002_checkpoints]
+def _m003_approvals(conn: sqlite3.Connection) -> None:
+    _run(conn, APPROVAL_SCHEMA)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m001_core,
+    _m002_checkpoints,
+    _m003_approvals,
+]
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:

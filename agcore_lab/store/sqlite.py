@@ -23,6 +23,13 @@ from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundE
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._approvals import (
+    decide_pending,
+    expire_overdue,
+    insert_pending,
+    read_pending,
+    restore_pending,
+)
 from agcore_lab.store._chains import delete_session_chains, insert_chain, read_chain
 from agcore_lab.store._checkpoints import (
     delete_checkpoints,
@@ -35,6 +42,7 @@ from agcore_lab.store._checkpoints import (
 )
 from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
+from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -216,13 +224,17 @@ class SqliteStore:
         messages: Sequence[Message] = (),
         links: Sequence[LinkRecord] = (),
         slots: Sequence[SlotRecord] = (),
+        pending: PendingToolCall | None = None,
     ) -> None:
-        """Write messages, links, slots and the session record in one transaction."""
+        """Write messages, links, slots, a pending call and the session record in one
+        transaction."""
         sid = session.session_id
         with self._write() as conn:
             if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                 raise SessionNotFoundError("no such session in the store", session_id=sid)
             insert_chain(conn, sid, messages, links)
+            if pending is not None:
+                insert_pending(conn, pending)
             conn.executemany(
                 "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [slot_values(slot, sid) for slot in slots],
@@ -256,10 +268,12 @@ class SqliteStore:
                 )
             insert_checkpoint(conn, ckpt)
 
-    def list_checkpoints(self, session_id: str | None = None) -> list[CkptMeta]:
-        """Checkpoints of one session (or all), newest first."""
+    def list_checkpoints(
+        self, session_id: str | None = None, *, limit: int | None = None
+    ) -> list[CkptMeta]:
+        """Checkpoints of one session (or all), newest first; at most ``limit`` of them."""
         where, params = ("session_id = ?", [session_id]) if session_id else ("1", [])
-        return self._locked_read(lambda conn: read_checkpoints(conn, where, params))
+        return self._locked_read(lambda conn: read_checkpoints(conn, where, params, limit))
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         """One checkpoint by id, or ``None``."""
@@ -282,11 +296,66 @@ class SqliteStore:
                 s.model_copy(update={"session_id": session.session_id}) for s in ckpt.slots.values()
             ]
             replace_slots(conn, session.session_id, slots)
-            version = restore_memory(
-                conn, ckpt.session_id, ckpt.memory_version, session, _ts(utcnow())
+            now = utcnow()
+            version = restore_memory(conn, ckpt.session_id, ckpt.memory_version, session, _ts(now))
+            pending = restore_pending(conn, session.session_id, ckpt.pending, now)
+            insert_checkpoint(
+                conn, marker.model_copy(update={"memory_version": version, "pending": pending})
             )
-            insert_checkpoint(conn, marker.model_copy(update={"memory_version": version}))
             return version
+
+    # -- pending tool calls -------------------------------------------------------------------
+
+    def list_pending(
+        self, session_id: str | None = None, *, include_resolved: bool = False
+    ) -> list[PendingToolCall]:
+        """Calls awaiting approval (overdue ones expire first); all of them with
+        ``include_resolved``."""
+        with self._write() as conn:
+            expire_overdue(conn, utcnow())
+        conditions = ["1"] if include_resolved else ["status = 'PENDING_APPROVAL'"]
+        params: tuple[Any, ...] = ()
+        if session_id is not None:
+            conditions.append("session_id = ?")
+            params = (session_id,)
+        where = " AND ".join(conditions)
+        return self._locked_read(lambda conn: read_pending(conn, where, params))
+
+    def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
+        """One pending-call record, or ``None``."""
+        found = self._locked_read(
+            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,))
+        )
+        return found[0] if found else None
+
+    def decide_pending(
+        self,
+        *,
+        session_id: str,
+        run_id: str,
+        interrupt_id: str,
+        to_status: str,
+        decision: dict[str, JsonValue] | None = None,
+        result: JsonValue = None,
+        from_status: str = "PENDING_APPROVAL",
+    ) -> PendingToolCall:
+        """Compare-and-set one call's status; exactly one concurrent caller wins."""
+        with self._write() as conn:
+            call, error = decide_pending(
+                conn,
+                session_id=session_id,
+                run_id=run_id,
+                interrupt_id=interrupt_id,
+                to_status=to_status,
+                now=utcnow(),
+                decision=decision,
+                result=result,
+                from_status=from_status,
+            )
+        if error is not None:  # raised after the commit: an expiry found on the way is kept
+            raise error
+        assert call is not None
+        return call
 
     def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

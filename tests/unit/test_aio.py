@@ -209,7 +209,7 @@ def _plain(value: Any) -> Any:
         return {
             k: _plain(v)
             for k, v in value.items()
-            if k not in ("created_at", "updated_at")
+            if k not in ("created_at", "updated_at", "run_id")
             and not (k == "id" and str(v).startswith("msg_"))
         }
     if isinstance(value, list | tuple):

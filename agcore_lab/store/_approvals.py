@@ -1,0 +1,227 @@
+"""Pending tool calls in SQLite, and the compare-and-set that makes exactly one resume win.
+
+Every decision runs inside one ``BEGIN IMMEDIATE`` transaction: read the row, check it, and
+move it on with ``UPDATE ... WHERE status = <expected>``. SQLite lets one writer at a time hold
+that lock — threads or processes alike — so of any number of concurrent resumes exactly one
+sees the expected status and wins; the others see the new status and get a conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from agcore_lab.errors import ConflictError, GoneError, NotFoundError
+from agcore_lab.ids import new_id
+from agcore_lab.store.pending import TRANSITIONS, PendingToolCall
+
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "RunNotFoundError",
+    "decide_pending",
+    "expire_overdue",
+    "insert_pending",
+    "read_pending",
+    "restore_pending",
+]
+
+APPROVAL_SCHEMA = """
+CREATE TABLE pending_calls (
+    interrupt_id          TEXT PRIMARY KEY,
+    session_id            TEXT NOT NULL,
+    run_id                TEXT NOT NULL,
+    tool_call_id          TEXT NOT NULL,
+    tool_name             TEXT NOT NULL,
+    tool_args_json        TEXT NOT NULL,
+    status                TEXT NOT NULL,
+    created_at            TEXT NOT NULL,
+    expires_at            TEXT,
+    decided_at            TEXT,
+    decision_json         TEXT,
+    result_json           TEXT,
+    updated_at            TEXT NOT NULL,
+    remaining_json        TEXT NOT NULL DEFAULT '[]',
+    previous_interrupt_id TEXT,
+    previously_executed   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
+ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
+"""
+
+
+class RunNotFoundError(NotFoundError):
+    """404: no such interrupted run or interrupt (in that session)."""
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
+    """Insert a pending call row."""
+    conn.execute(
+        "INSERT INTO pending_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            call.interrupt_id,
+            call.session_id,
+            call.run_id,
+            call.tool_call_id,
+            call.tool_name,
+            _dump(call.tool_args),
+            call.status,
+            call.created_at.isoformat(),
+            _iso(call.expires_at),
+            _iso(call.decided_at),
+            _dump(call.decision) if call.decision is not None else None,
+            _dump(call.result) if call.result is not None else None,
+            call.updated_at.isoformat(),
+            _dump([c.model_dump(mode="json") for c in call.remaining_calls]),
+            call.previous_interrupt_id,
+            int(call.previously_executed),
+        ),
+    )
+
+
+def _from_row(row: sqlite3.Row) -> PendingToolCall:
+    return PendingToolCall.model_validate(
+        {
+            **dict(row),
+            "tool_args": json.loads(row["tool_args_json"]),
+            "decision": json.loads(row["decision_json"]) if row["decision_json"] else None,
+            "result": json.loads(row["result_json"]) if row["result_json"] else None,
+            "remaining_calls": json.loads(row["remaining_json"]),
+            "previously_executed": bool(row["previously_executed"]),
+        }
+    )
+
+
+def read_pending(
+    conn: sqlite3.Connection, where: str, params: tuple[Any, ...]
+) -> list[PendingToolCall]:
+    """Pending-call rows matching ``where``, oldest first."""
+    cursor = conn.execute(
+        f"SELECT * FROM pending_calls WHERE {where} ORDER BY created_at, interrupt_id", params
+    )
+    cursor.row_factory = sqlite3.Row
+    return [_from_row(r) for r in cursor.fetchall()]
+
+
+def expire_overdue(conn: sqlite3.Connection, now: datetime) -> int:
+    """Move every undecided call past its expiry to EXPIRED; return how many."""
+    return conn.execute(
+        "UPDATE pending_calls SET status = 'EXPIRED', updated_at = ?1 "
+        "WHERE status = 'PENDING_APPROVAL' AND expires_at IS NOT NULL AND expires_at <= ?1",
+        (now.isoformat(),),
+    ).rowcount
+
+
+def decide_pending(
+    conn: sqlite3.Connection,
+    *,
+    session_id: str,
+    run_id: str,
+    interrupt_id: str,
+    to_status: str,
+    now: datetime,
+    decision: dict[str, Any] | None = None,
+    result: Any = None,
+    from_status: str = "PENDING_APPROVAL",
+) -> tuple[PendingToolCall | None, Exception | None]:
+    """Check and move one call on, inside the caller's write transaction.
+
+    Returns the updated call, or an error to raise *after* the transaction commits (an expiry
+    found on the way is a write that must be kept: the call moves to EXPIRED, then 410).
+    """
+    found = read_pending(conn, "interrupt_id = ?", (interrupt_id,))
+    context = {"session_id": session_id, "run_id": run_id, "interrupt_id": interrupt_id}
+    if not found or found[0].session_id != session_id:
+        return None, RunNotFoundError("no such interrupted tool call in this session", **context)
+    call = found[0]
+    if call.run_id != run_id:
+        return None, ConflictError(
+            f"interrupt {interrupt_id!r} belongs to run {call.run_id!r}, not {run_id!r}", **context
+        )
+    if (
+        call.status == "PENDING_APPROVAL"
+        and from_status == "PENDING_APPROVAL"
+        and call.expired(now)
+    ):
+        _move(conn, interrupt_id, "PENDING_APPROVAL", "EXPIRED", now)
+        return None, GoneError(
+            f"the call expired at {call.expires_at.isoformat() if call.expires_at else '?'}",
+            **context,
+        )
+    if call.status != from_status or to_status not in TRANSITIONS[from_status]:
+        return None, ConflictError(
+            f"the call is {call.status}; it cannot move to {to_status} (already resolved?)",
+            **context,
+        )
+    _move(conn, interrupt_id, from_status, to_status, now, decision=decision, result=result)
+    return read_pending(conn, "interrupt_id = ?", (interrupt_id,))[0], None
+
+
+def _move(
+    conn: sqlite3.Connection,
+    interrupt_id: str,
+    from_status: str,
+    to_status: str,
+    now: datetime,
+    *,
+    decision: dict[str, Any] | None = None,
+    result: Any = None,
+) -> None:
+    sets = ["status = ?", "updated_at = ?"]
+    values: list[Any] = [to_status, now.isoformat()]
+    if decision is not None:
+        sets += ["decision_json = ?", "decided_at = ?"]
+        values += [_dump(decision), now.isoformat()]
+    if result is not None:
+        sets.append("result_json = ?")
+        values.append(_dump(result))
+    changed = conn.execute(
+        f"UPDATE pending_calls SET {', '.join(sets)} WHERE interrupt_id = ? AND status = ?",
+        (*values, interrupt_id, from_status),
+    ).rowcount
+    if changed != 1:  # cannot happen inside the write lock; never repair silently
+        raise ConflictError("the call changed under a write lock", interrupt_id=interrupt_id)
+
+
+def restore_pending(
+    conn: sqlite3.Connection, session_id: str, pending: PendingToolCall | None, now: datetime
+) -> PendingToolCall | None:
+    """For a rollback or fork: drop the session's undecided calls (their turn is undone) and,
+    when the checkpoint held a pending call, bring it back as a new interrupt."""
+    conn.execute(
+        "DELETE FROM pending_calls WHERE session_id = ? AND status = 'PENDING_APPROVAL'",
+        (session_id,),
+    )
+    if pending is None:
+        return None
+    original = read_pending(conn, "interrupt_id = ?", (pending.interrupt_id,))
+    executed = pending.previously_executed or bool(
+        original and original[0].status in ("EXECUTED", "APPROVED_EXECUTING")
+    )
+    lifetime = pending.expires_at - pending.created_at if pending.expires_at is not None else None
+    restored = pending.model_copy(
+        update={
+            "interrupt_id": new_id("int"),
+            "session_id": session_id,
+            "status": "PENDING_APPROVAL",
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": now + lifetime if lifetime is not None else None,
+            "decided_at": None,
+            "decision": None,
+            "result": None,
+            "previous_interrupt_id": pending.interrupt_id,
+            "previously_executed": executed,
+        }
+    )
+    insert_pending(conn, restored)
+    return restored

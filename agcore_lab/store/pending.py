@@ -1,0 +1,171 @@
+"""Pending tool calls: the records of human approval, and the versioned session-state snapshot.
+
+A tool that needs approval suspends its turn as a :class:`PendingToolCall`. Only these
+transitions exist (anything else is an error, nothing is silently repaired)::
+
+    PENDING_APPROVAL -> APPROVED_EXECUTING -> EXECUTED
+    PENDING_APPROVAL -> REJECTED
+    PENDING_APPROVAL -> EXPIRED
+
+:class:`SessionState` is the versioned, strictly typed snapshot of a session's approval state
+(``{"version": 2, "pending_tool_call": {...}, "run_context": {...}}``); checkpoints store it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from agcore_lab.errors import UnprocessableError
+from agcore_lab.ids import utcnow
+from agcore_lab.llm.messages import ToolCall
+
+__all__ = [
+    "TRANSITIONS",
+    "ApprovalStatus",
+    "PendingToolCall",
+    "PendingToolCallState",
+    "RunContext",
+    "SessionState",
+]
+
+ApprovalStatus = Literal[
+    "PENDING_APPROVAL", "APPROVED_EXECUTING", "EXECUTED", "REJECTED", "EXPIRED"
+]
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "PENDING_APPROVAL": frozenset({"APPROVED_EXECUTING", "REJECTED", "EXPIRED"}),
+    "APPROVED_EXECUTING": frozenset({"EXECUTED"}),
+    "EXECUTED": frozenset(),
+    "REJECTED": frozenset(),
+    "EXPIRED": frozenset(),
+}
+
+
+class PendingToolCall(BaseModel):
+    """A tool call waiting for (or past) a person's decision.
+
+    Attributes:
+        interrupt_id: This interrupt's id (pass it to ``resume``).
+        session_id: The session (the snapshot's ``thread_id``).
+        run_id: The interrupted turn (pass it to ``resume``).
+        tool_call_id: The model's id of the call.
+        tool_name: The tool.
+        tool_args: The arguments the model gave.
+        status: Where the call is in its life (see the module docstring).
+        created_at: When the turn was interrupted.
+        expires_at: When an undecided call expires (``None``: never).
+        decided_at: When a decision was recorded.
+        decision: ``{"kind": "approve", "arguments": {...}}`` or
+            ``{"kind": "reject", "reason": "..."}`` once decided.
+        result: The tool's result text once executed.
+        remaining_calls: Calls of the same model answer still to run after this one.
+        previous_interrupt_id: For a call restored by a rollback or fork: the original.
+        previously_executed: The original of a restored call had already run.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    interrupt_id: str
+    session_id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    tool_args: dict[str, JsonValue] = Field(default_factory=dict)
+    status: ApprovalStatus = "PENDING_APPROVAL"
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime | None = None
+    decided_at: datetime | None = None
+    decision: dict[str, JsonValue] | None = None
+    result: JsonValue = None
+    updated_at: datetime = Field(default_factory=utcnow)
+    remaining_calls: list[ToolCall] = Field(default_factory=list)
+    previous_interrupt_id: str | None = None
+    previously_executed: bool = False
+
+    @property
+    def call(self) -> ToolCall:
+        """The tool call as the model made it."""
+        return ToolCall(id=self.tool_call_id, name=self.tool_name, arguments=self.tool_args)
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """Whether an undecided call is past its expiry."""
+        return self.expires_at is not None and (now or utcnow()) >= self.expires_at
+
+    def to_state(self) -> SessionState:
+        """The versioned snapshot of this call and its run."""
+        return SessionState(
+            pending_tool_call=PendingToolCallState(
+                interrupt_id=self.interrupt_id,
+                tool_name=self.tool_name,
+                tool_args=self.tool_args,
+                status=self.status,
+                expires_at=self.expires_at,
+                decision=self.decision,
+                result=self.result,
+                updated_at=self.updated_at,
+            ),
+            run_context=RunContext(thread_id=self.session_id, run_id=self.run_id),
+        )
+
+
+class PendingToolCallState(BaseModel):
+    """The ``pending_tool_call`` object of a :class:`SessionState`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    interrupt_id: str
+    tool_name: str
+    tool_args: dict[str, JsonValue]
+    status: ApprovalStatus
+    expires_at: datetime | None
+    decision: dict[str, JsonValue] | None
+    result: JsonValue
+    updated_at: datetime
+
+
+class RunContext(BaseModel):
+    """The ``run_context`` object: ``thread_id`` is the session id, ``run_id`` the turn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    thread_id: str
+    run_id: str
+
+
+class SessionState(BaseModel):
+    """The versioned approval state of a session (version 2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[2] = 2
+    pending_tool_call: PendingToolCallState | None = None
+    run_context: RunContext | None = None
+
+    @classmethod
+    def parse(cls, data: SessionState | dict[str, Any] | str | bytes) -> SessionState:
+        """Validate a state snapshot.
+
+        Raises:
+            UnprocessableError: Not version 2, or a required field missing or of the wrong type.
+        """
+        if isinstance(data, SessionState):
+            return data
+        try:
+            raw = json.loads(data) if isinstance(data, str | bytes) else data
+        except json.JSONDecodeError as exc:
+            raise UnprocessableError(f"the session state is not valid JSON: {exc}") from exc
+        if not isinstance(raw, dict) or raw.get("version") != 2:
+            version = raw.get("version") if isinstance(raw, dict) else None
+            raise UnprocessableError(
+                f"session state version {version!r} is not supported; expected version 2"
+            )
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+            )
+            raise UnprocessableError(f"invalid session state: {problems}") from exc
