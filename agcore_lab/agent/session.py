@@ -18,6 +18,8 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from pydantic import JsonValue
+
 from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
 from agcore_lab.agent.approval import ApprovalOperations
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
@@ -88,6 +90,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.hooks: list[TurnHook] = []
         self._lock = CrossLoopLock()
         self.pending_interrupt_id: str | None = None
+        self.metadata: dict[str, JsonValue] = {}
         self.store.create_session(self._record())
         self.store.commit(self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)])
         self.session_memory = SessionMemory(self.store, self.session_id)
@@ -140,6 +143,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.cost_tracker = CostTracker(prices=self.bundle.prices, by_model=record.spend)
         self.slots = slots or {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
         self.current_slot_id = record.current_slot_id
+        self.metadata = dict(record.metadata)
         self.session_memory = SessionMemory(store, self.session_id)
         self.pending_interrupt_id = self._unanswered_interrupt()
 
@@ -246,6 +250,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
             current_slot_id=self.current_slot_id,
             last_summary_turn=self.last_summary_turn,
             spend=self.cost_tracker.by_model,
+            metadata=self.metadata,
         )
         return record.model_copy(update=changes)
 

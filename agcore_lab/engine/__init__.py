@@ -1,6 +1,16 @@
 """The engine: the session tree (``SessionManager``) and time travel (``Checkpointer``)."""
 
 from agcore_lab.engine.checkpointer import Checkpointer, CheckpointNotFoundError
+from agcore_lab.engine.dispatch import (
+    ChildCreated,
+    Completed,
+    DispatchConfig,
+    DispatchError,
+    DispatchProgress,
+    SharedMemory,
+    SubTaskError,
+    SubTaskResult,
+)
 from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
 from agcore_lab.engine.records import (
     CheckpointPreview,
@@ -16,10 +26,18 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointPreview",
     "Checkpointer",
+    "ChildCreated",
+    "Completed",
+    "DispatchConfig",
+    "DispatchError",
+    "DispatchProgress",
     "ManagerEvent",
     "PruneReport",
     "SessionManager",
     "SessionNode",
     "SessionSnapshot",
     "SessionTree",
+    "SharedMemory",
+    "SubTaskError",
+    "SubTaskResult",
 ]

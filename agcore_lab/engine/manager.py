@@ -20,6 +20,7 @@ from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.checkpointer import Checkpointer
+from agcore_lab.engine.dispatch import DispatchOperations
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionNode, SessionTree
 from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 from agcore_lab.store.base import SessionRecord, Store
@@ -37,7 +38,7 @@ class AgentNotFoundError(NotFoundError):
     """404: no agent of that name is registered with the manager."""
 
 
-class SessionManager:
+class SessionManager(DispatchOperations):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:
@@ -342,8 +343,16 @@ class SessionManager:
     async def submit_turn_stream(self, session_id: str, text: str) -> AsyncIterator[TurnEvent]:
         """Stream a turn; it is committed and checkpointed only when the stream finishes."""
         session = await self.get_or_recover(session_id)
-        async for event in session.submit_turn_stream(text):
-            yield event
+        stream = session.submit_turn_stream(text)
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            # Abandoned (break, aclose(), cancellation): close the session's stream now, so
+            # its turn lock is released at once rather than whenever the loop finalizes it.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def resume(
         self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str

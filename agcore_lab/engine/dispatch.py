@@ -1,0 +1,435 @@
+"""Sub-agent dispatch: a parent session hands tasks to sub-agents running as child sessions.
+
+``dispatch`` runs one task; ``dispatch_all`` runs many in parallel under a concurrency limit
+(an ``asyncio.Semaphore``), returns results in input order, and keeps going when one fails
+(the failure keeps its place as a :class:`SubTaskError`); ``dispatch_stream`` streams one.
+
+Memory flows both ways:
+
+- parent → child: with ``inherit_session_memory`` (the default), the child starts with a
+  snapshot of the parent's memory taken at dispatch time, restricted by ``bridge_keys``
+  (``None``: nothing, ``[]``: every key, a list: those keys). Bridged keys are also stated in
+  the child's system prompt. Later writes by the parent do not leak in.
+- child → parent: the structured :class:`SubTaskResult`, and the child's ``result_summary``
+  memory entry (written from the response unless the child wrote one itself).
+
+Siblings share data through :class:`SharedMemory`: keys ``shared:{namespace}:{key}`` kept in
+the parent session's memory (``manager.shared_memory(parent_id, namespace)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.events import TurnDone, TurnEvent
+from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.errors import AgentRunError, InvalidInputError
+from agcore_lab.llm.usage import Usage
+from agcore_lab.store.base import MemoryEntry, Store
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.session import AgentSession
+
+__all__ = [
+    "ChildCreated",
+    "Completed",
+    "DispatchConfig",
+    "DispatchError",
+    "DispatchOperations",
+    "DispatchProgress",
+    "SharedMemory",
+    "SubTaskError",
+    "SubTaskResult",
+]
+
+logger = logging.getLogger("agcore_lab")
+
+RESULT_SUMMARY_KEY = "result_summary"
+SUMMARY_CHARS = 1000
+
+
+class DispatchConfig(BaseModel):
+    """How sub-agents are dispatched.
+
+    Attributes:
+        max_concurrency: Children running at once in ``dispatch_all``.
+        inherit_session_memory: Give children a snapshot of the parent's memory.
+        bridge_keys: Which keys: ``None`` none, ``[]`` all, a list those keys.
+        shared_namespace: Name of the sibling-shared memory area (``shared:{ns}:``).
+        timeout: Seconds a child's task may take before it is marked timed out.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_concurrency: int = Field(default=10, ge=1)
+    inherit_session_memory: bool = True
+    bridge_keys: list[str] | None = None
+    shared_namespace: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class SubTaskResult(BaseModel):
+    """What a child hands back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    child_id: str
+    task: str = ""
+    response: str
+    usage: Usage
+    summary: str | None = None
+    status: Literal["completed"] = "completed"
+
+
+class SubTaskError(AgentRunError):
+    """A dispatched task that did not complete; it keeps its place in ``dispatch_all``'s list.
+
+    Attributes:
+        child_id: The child session (``None`` if it was never created).
+        task: The task text.
+        status: ``failed``, ``timed_out`` or ``cancelled``.
+        error: The underlying exception, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        child_id: str | None,
+        task: str,
+        status: Literal["failed", "timed_out", "cancelled"],
+        error: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, child_id=child_id, status=status)
+        self.child_id = child_id
+        self.task = task
+        self.status = status
+        self.error = error
+
+
+class ChildCreated(BaseModel):
+    """``dispatch_stream``: the child session exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["child_created"] = "child_created"
+    child_id: str
+
+
+class Completed(BaseModel):
+    """``dispatch_stream``: the child finished; its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["completed"] = "completed"
+    result: SubTaskResult
+
+
+class DispatchError(BaseModel):
+    """``dispatch_stream``: the child failed (the stream's ``Error`` event)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    kind: Literal["error"] = "error"
+    child_id: str | None
+    error: str
+
+
+@dataclasses.dataclass
+class DispatchProgress:
+    """Live counts of a ``dispatch_all`` (read it, or get it through ``on_progress``)."""
+
+    total: int
+    waiting: int
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    peak_running: int = 0
+    child_ids: list[str | None] = dataclasses.field(default_factory=list)
+    statuses: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """All tasks have an outcome."""
+        return self.done + self.failed == self.total
+
+
+class SharedMemory:
+    """Memory shared by the children of one parent: keys ``shared:{namespace}:{key}`` in the
+    parent session's memory. Reads go to the store, so siblings see each other's writes."""
+
+    def __init__(self, store: Store, parent_id: str, namespace: str) -> None:
+        if not namespace or ":" in namespace:
+            raise InvalidInputError("a shared namespace is a non-empty name without ':'")
+        self._store, self.parent_id, self.namespace = store, parent_id, namespace
+        self.prefix = f"shared:{namespace}:"
+
+    def set(self, key: str, value: JsonValue, metadata: dict[str, JsonValue] | None = None) -> None:
+        """Write ``key`` for every sibling to see."""
+        self._store.memory_set(self.parent_id, self.prefix + key, value, dict(metadata or {}))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Read ``key`` (``default`` when absent)."""
+        return self.to_dict().get(key, default)
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """Every shared key and value."""
+        return {
+            e.key[len(self.prefix) :]: e.value
+            for e in self._store.memory_entries(self.parent_id)
+            if e.key.startswith(self.prefix)
+        }
+
+
+class DispatchOperations:
+    """Dispatch methods of ``SessionManager`` (mixed in)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def store(self) -> Store: ...
+
+        async def get_or_recover(self, session_id: str) -> AgentSession: ...
+
+        async def create_child(self, parent_id: str, agent: Agent) -> str: ...
+
+        def emit(self, kind: Any, session_id: str, **fields: Any) -> None: ...
+
+    last_dispatch: DispatchProgress | None = None
+
+    def shared_memory(self, parent_id: str, namespace: str) -> SharedMemory:
+        """The sibling-shared memory area ``namespace`` of ``parent_id``'s children."""
+        return SharedMemory(self.store, parent_id, namespace)
+
+    def child_memory(self, child_id: str) -> dict[str, JsonValue]:
+        """A child's memory (values by key), read from the store."""
+        return {e.key: e.value for e in self.store.memory_entries(child_id)}
+
+    async def _spawn(
+        self, parent_id: str, sub_agent: Agent, config: DispatchConfig
+    ) -> AgentSession:
+        parent = await self.get_or_recover(parent_id)
+        inherited: list[MemoryEntry] = []
+        if config.inherit_session_memory and config.bridge_keys is not None:
+            wanted = set(config.bridge_keys)
+            inherited = [
+                e
+                for e in parent.session_memory.list_entries()  # the snapshot, taken now
+                if (not wanted or e.key in wanted) and not e.key.startswith("shared:")
+            ]
+        agent = sub_agent
+        if inherited:
+            facts = "\n".join(
+                f"- {e.key}: {json.dumps(e.value, ensure_ascii=False)}" for e in inherited
+            )
+            intro = "From the session that gave you this task:"
+            prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
+            agent = dataclasses.replace(sub_agent, system_prompt=prompt)
+        child_id = await self.create_child(parent_id, agent)
+        child = await self.get_or_recover(child_id)
+        for entry in inherited:
+            child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
+        return child
+
+    def _result(self, child: AgentSession, task: str, response: str, usage: Usage) -> SubTaskResult:
+        summary = child.session_memory.get(RESULT_SUMMARY_KEY)
+        if summary is None:
+            summary = response[:SUMMARY_CHARS]
+            child.session_memory.set(RESULT_SUMMARY_KEY, summary, {"written_by": "dispatch"})
+        return SubTaskResult(
+            child_id=child.session_id,
+            task=task,
+            response=response,
+            usage=usage,
+            summary=summary if isinstance(summary, str) else json.dumps(summary),
+        )
+
+    async def dispatch(
+        self,
+        parent_id: str,
+        sub_agent: Agent,
+        task: str,
+        config: DispatchConfig | None = None,
+    ) -> SubTaskResult:
+        """Run ``task`` as one turn of a new child session of ``parent_id``.
+
+        Raises:
+            SessionNotFoundError: Unknown parent.
+            SubTaskError: The child failed or timed out (``status`` says which).
+        """
+        config = config or DispatchConfig()
+        child = await self._spawn(parent_id, sub_agent, config)
+        try:
+            async with asyncio.timeout(config.timeout):
+                turn = await child.submit_turn(task)
+        except TimeoutError as exc:
+            raise self._failure(child, task, "timed_out", exc) from exc
+        except asyncio.CancelledError:
+            self._mark(child, "cancelled")
+            raise
+        except Exception as exc:
+            raise self._failure(child, task, "failed", exc) from exc
+        self._mark(child, "completed")
+        return self._result(child, task, turn.reply, turn.usage)
+
+    def _mark(self, child: AgentSession, status: str) -> None:
+        # Stored in the child's metadata, for the tree and the sessions table.
+        child.metadata["dispatch"] = status
+        try:
+            self.store.commit(child.record())
+        except Exception:  # informative only: never mask the task's own outcome
+            logger.warning("could not mark child %s as %s", child.session_id, status, exc_info=True)
+
+    def _failure(
+        self,
+        child: AgentSession,
+        task: str,
+        status: Literal["failed", "timed_out"],
+        exc: BaseException,
+    ) -> SubTaskError:
+        self._mark(child, status)
+        what = "timed out" if status == "timed_out" else f"failed: {exc!r}"
+        return SubTaskError(
+            f"sub-task {what}", child_id=child.session_id, task=task, status=status, error=exc
+        )
+
+    async def dispatch_all(
+        self,
+        parent_id: str,
+        tasks: Sequence[tuple[Agent, str]],
+        config: DispatchConfig | None = None,
+        *,
+        on_progress: Callable[[DispatchProgress], None] | None = None,
+    ) -> list[SubTaskResult | SubTaskError]:
+        """Run many tasks as child sessions, at most ``config.max_concurrency`` at once.
+
+        Returns results in input order; a task that failed or timed out keeps its place as a
+        :class:`SubTaskError`. Cancelling this call cancels the running children cleanly,
+        marks the unfinished ones cancelled and keeps what finished (results and checkpoints).
+        Progress is in ``self.last_dispatch`` and, if given, ``on_progress(progress)``.
+        """
+        config = config or DispatchConfig()
+        if isinstance(tasks, str | bytes) or not all(len(t) == 2 for t in tasks):
+            raise InvalidInputError("tasks are (sub_agent, task_text) pairs")
+        progress = DispatchProgress(
+            total=len(tasks),
+            waiting=len(tasks),
+            child_ids=[None] * len(tasks),
+            statuses=["waiting"] * len(tasks),
+        )
+        self.last_dispatch = progress
+        gate = asyncio.Semaphore(config.max_concurrency)
+
+        def report() -> None:
+            if on_progress is not None:
+                on_progress(progress)
+
+        async def one(index: int, agent: Agent, task: str) -> SubTaskResult | SubTaskError:
+            async with gate:
+                progress.waiting -= 1
+                progress.running += 1
+                progress.peak_running = max(progress.peak_running, progress.running)
+                progress.statuses[index] = "running"
+                report()
+                try:
+                    result: SubTaskResult | SubTaskError = await self.dispatch(
+                        parent_id, agent, task, config
+                    )
+                    progress.child_ids[index] = result.child_id
+                    progress.done += 1
+                    progress.statuses[index] = "completed"
+                except SubTaskError as exc:
+                    result = exc
+                    progress.child_ids[index] = exc.child_id
+                    progress.failed += 1
+                    progress.statuses[index] = exc.status
+                except Exception as exc:  # before a child existed (e.g. unknown parent)
+                    result = SubTaskError(
+                        f"sub-task failed: {exc!r}",
+                        child_id=None,
+                        task=task,
+                        status="failed",
+                        error=exc,
+                    )
+                    progress.failed += 1
+                    progress.statuses[index] = "failed"
+                finally:
+                    progress.running -= 1
+                    report()
+                return result
+
+        jobs = [asyncio.ensure_future(one(i, a, t)) for i, (a, t) in enumerate(tasks)]
+        try:
+            return list(await asyncio.gather(*jobs))
+        except asyncio.CancelledError:
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            for index, status in enumerate(progress.statuses):
+                if status in ("waiting", "running"):
+                    progress.statuses[index] = "cancelled"
+            report()
+            raise
+
+    async def dispatch_stream(
+        self,
+        parent_id: str,
+        sub_agent: Agent,
+        task: str,
+        config: DispatchConfig | None = None,
+    ) -> AsyncIterator[ChildCreated | TurnEvent | Completed | DispatchError]:
+        """Stream one sub-task: ``ChildCreated``, the child's turn events, then ``Completed``
+        or ``DispatchError``. The child's turn is committed when its stream ends."""
+        config = config or DispatchConfig()
+        child = await self._spawn(parent_id, sub_agent, config)
+        yield ChildCreated(child_id=child.session_id)
+        done: TurnDone | None = None
+        try:
+            async with asyncio.timeout(config.timeout):
+                async for event in child.submit_turn_stream(task):
+                    if isinstance(event, TurnDone):
+                        done = event
+                    yield event
+        except Exception as exc:
+            status: Literal["failed", "timed_out"] = (
+                "timed_out" if isinstance(exc, TimeoutError) else "failed"
+            )
+            self._mark(child, status)
+            yield DispatchError(child_id=child.session_id, error=f"{status}: {exc!r}")
+            return
+        assert done is not None
+        self._mark(child, "completed")
+        yield Completed(result=self._result(child, task, done.result.reply, done.result.usage))
+
+    # -- sync twins -------------------------------------------------------------------------
+
+    def dispatch_sync(
+        self, parent_id: str, sub_agent: Agent, task: str, config: DispatchConfig | None = None
+    ) -> SubTaskResult:
+        """Blocking twin of :meth:`dispatch`."""
+        return run_sync(self.dispatch(parent_id, sub_agent, task, config))
+
+    def dispatch_all_sync(
+        self,
+        parent_id: str,
+        tasks: Sequence[tuple[Agent, str]],
+        config: DispatchConfig | None = None,
+        *,
+        on_progress: Callable[[DispatchProgress], None] | None = None,
+    ) -> list[SubTaskResult | SubTaskError]:
+        """Blocking twin of :meth:`dispatch_all` (Ctrl-C cancels the children cleanly)."""
+        return run_sync(self.dispatch_all(parent_id, tasks, config, on_progress=on_progress))
+
+    def dispatch_stream_sync(
+        self, parent_id: str, sub_agent: Agent, task: str, config: DispatchConfig | None = None
+    ) -> Any:
+        """Blocking twin of :meth:`dispatch_stream` (a plain iterator)."""
+        return iterate_sync(self.dispatch_stream(parent_id, sub_agent, task, config))
