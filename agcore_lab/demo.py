@@ -2,7 +2,8 @@
 
 Runs fully offline on ``ScriptedModel`` and a SQLite file in the working directory: a session
 with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, a
-session tree with checkpoints, a fork from a checkpoint and a rollback, and a printed report.
+session tree with checkpoints, a fork from a checkpoint and a rollback, a tool call approved by
+a person (from code), sub-agents dispatched in parallel, and a printed report.
 Running it again adds new sessions to the same file.
 """
 
@@ -16,9 +17,11 @@ from agcore_lab.agent.agent import Agent, RuntimeBundle
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.agent.summary import SummaryConfig
+from agcore_lab.engine.dispatch import DispatchConfig
 from agcore_lab.engine.manager import SessionManager
 from agcore_lab.llm.messages import ToolCall
 from agcore_lab.llm.scripted import ScriptedModel, ScriptItem
+from agcore_lab.llm.tools import Tool
 from agcore_lab.llm.usage import ModelPrice, PriceTable
 from agcore_lab.store.sqlite import SqliteStore
 
@@ -88,6 +91,8 @@ class DemoReport:
     tree_sizes: list[int] = field(default_factory=list)
     checkpoints: int = 0
     fork_reply: str = ""
+    approval_reply: str = ""
+    dispatched: int = 0
     turns: int = 0
     tokens: int = 0
     cost: float = 0.0
@@ -136,10 +141,11 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     report.tokens = session.usage.total_tokens
     report.cost = session.cost_so_far
     _time_travel(store, report, out)
+    _approval_and_dispatch(store, report, out)
     report.sessions_in_store = len(store.list_sessions())
     store.close()
 
-    out("\n6. Report")
+    out("\n8. Report")
     out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
@@ -147,8 +153,60 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     out(f"  memory keys: {', '.join(report.memory_keys)}")
     out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
     out(f"  session tree: {report.tree_sizes}   checkpoints of the writer: {report.checkpoints}")
+    out(f"  approved transfer: {report.approval_reply}   sub-agent results: {report.dispatched}")
     out(f"  sessions in {db_path}: {report.sessions_in_store}")
     return report
+
+
+def transfer(to: str, amount: int) -> str:
+    """Move money (needs a person's approval).
+
+    Args:
+        to: The recipient.
+        amount: How much.
+    """
+    return f"sent {amount} to {to}"
+
+
+def _approval_and_dispatch(
+    store: SqliteStore, report: DemoReport, out: Callable[[str], None]
+) -> None:
+    manager = SessionManager(store)
+    out("\n6. A tool call that waits for a person's approval")
+    bank = Agent(
+        name="bank",
+        model=ScriptedModel(
+            [ToolCall(name="transfer", arguments={"to": "u2", "amount": 100}), "Done."]
+        ),
+        tools=[Tool.from_function(transfer, requires_approval=True, approval_timeout=3600)],
+    )
+    sid = manager.create_sync(bank)
+    result = manager.submit_turn_sync(sid, "Send 100 to u2")
+    call = result.pending_tool_call
+    assert call is not None
+    out(f"  turn {result.status}: {call.tool_name}({call.tool_args}) is {call.status}")
+    final = manager.resume_sync(sid, call.run_id, call.interrupt_id, "approve")
+    out(
+        f"  approved from code -> tool said {final.tool_results[0].content!r}; reply: {final.reply}"
+    )
+    report.approval_reply = final.reply
+
+    out("\n7. Sub-agents: one task split across five workers, three at a time")
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(
+        name="researcher",
+        model=ScriptedModel(lambda messages: f"notes on {messages[-1].text}", latency=0.02),
+    )
+    topics = ["batteries", "solar", "wind", "hydro", "grid"]
+    results = manager.dispatch_all_sync(
+        lead, [(worker, topic) for topic in topics], DispatchConfig(max_concurrency=3)
+    )
+    for topic, item in zip(topics, results, strict=True):
+        out(f"  {topic}: {getattr(item, 'response', item)}")
+    progress = manager.last_dispatch
+    peak = progress.peak_running if progress is not None else 0
+    out(f"  {len(manager.children_sync(lead))} child sessions, at most {peak} running at once")
+    report.dispatched = sum(1 for item in results if not isinstance(item, Exception))
 
 
 def _time_travel(store: SqliteStore, report: DemoReport, out: Callable[[str], None]) -> None:

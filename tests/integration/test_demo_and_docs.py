@@ -27,12 +27,14 @@ def test_demo_runs_offline_and_twice(tmp_path: Path) -> None:
     assert first.cost > 0 and first.tokens > 0
     assert first.tree_sizes == [2, 1] and first.checkpoints == 5
     assert first.fork_reply == "A better draft two."
-    assert first.sessions_in_store == 3  # the calculator, the writer and its fork
+    assert first.approval_reply == "Done." and first.dispatched == 5
+    # the calculator, the writer and its fork, the bank, the lead and its five workers
+    assert first.sessions_in_store == 10
     report = "\n".join(lines)
     assert "Merge the what-if slot back" in report and "automatic summary:" in report
 
     second = run_demo(db, out=lambda _line: None)
-    assert second.sessions_in_store == 6
+    assert second.sessions_in_store == 20
     # Deterministic: the same story gives the same replies and figures.
     assert second.replies == first.replies and second.tokens == first.tokens
 
@@ -46,7 +48,7 @@ def test_demo_command_line(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "6. Report" in done.stdout and "sessions in" in done.stdout
+    assert "8. Report" in done.stdout and "sessions in" in done.stdout
 
 
 def test_command_line_without_command_shows_help() -> None:
