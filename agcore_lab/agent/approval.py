@@ -184,7 +184,7 @@ class ApprovalOperations:
             self.pending_interrupt_id = None
             draft = TurnDraft(
                 slot=self.slots.get(self.current_slot_id, self.slot(self.current_slot_id)).copy(),
-                cost=self.cost_tracker.model_copy(deep=True),
+                cost=self.cost_tracker.fork(),
             )
             async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
                 pass

@@ -91,8 +91,9 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self._lock = CrossLoopLock()
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = {}
-        self.store.create_session(self._record())
-        self.store.commit(self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)])
+        self.store.create_session(
+            self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)]
+        )
         self.session_memory = SessionMemory(self.store, self.session_id)
 
     @staticmethod
@@ -289,7 +290,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         async with self._lock:
             draft = TurnDraft(
                 slot=self.current_slot.copy(),
-                cost=self.cost_tracker.model_copy(deep=True),
+                cost=self.cost_tracker.fork(),
             )
             self._settle_before_turn(draft)
             async for event in run_turn(self.agent, draft, text, stream=stream):
@@ -386,7 +387,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
             raise InvalidInputError(
                 "the model returned an empty summary", session_id=self.session_id
             )
-        draft, cost = slot.copy(), self.cost_tracker.model_copy(deep=True)
+        draft, cost = slot.copy(), self.cost_tracker.fork()
         draft.summary_override, draft.mode = text, SlotMode.Focused
         cost.record(response.model, response.usage)
         self.store.commit(

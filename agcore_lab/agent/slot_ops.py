@@ -241,7 +241,7 @@ class SlotOperations:
         async with self._lock:
             child, target = (s.copy() for s in self._merge_pair(child_id, into))
             summary: Message | None = None
-            cost = self.cost_tracker.model_copy(deep=True)
+            cost = self.cost_tracker.fork()
             if strategy is MergeStrategy.Summarize:
                 config = self.agent.summary_config or SummaryConfig()
                 model = config.summary_model or self.agent.model

@@ -240,6 +240,7 @@ class DispatchOperations:
         return child
 
     def _result(self, child: AgentSession, task: str, response: str, usage: Usage) -> SubTaskResult:
+        # A completed child is one with a result_summary; only other outcomes are marked.
         summary = child.session_memory.get(RESULT_SUMMARY_KEY)
         if summary is None:
             summary = response[:SUMMARY_CHARS]
@@ -277,7 +278,6 @@ class DispatchOperations:
             raise
         except Exception as exc:
             raise self._failure(child, task, "failed", exc) from exc
-        self._mark(child, "completed")
         return self._result(child, task, turn.reply, turn.usage)
 
     def _mark(self, child: AgentSession, status: str) -> None:
@@ -406,7 +406,6 @@ class DispatchOperations:
             yield DispatchError(child_id=child.session_id, error=f"{status}: {exc!r}")
             return
         assert done is not None
-        self._mark(child, "completed")
         yield Completed(result=self._result(child, task, done.result.reply, done.result.usage))
 
     # -- sync twins -------------------------------------------------------------------------

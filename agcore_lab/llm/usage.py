@@ -103,6 +103,14 @@ class CostTracker(BaseModel):
     prices: PriceTable = Field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))
     by_model: dict[str, ModelSpend] = Field(default_factory=dict)
 
+    def fork(self) -> CostTracker:
+        """A working copy: the same price table, its own per-model figures (cheap: prices are
+        shared, not copied)."""
+        return CostTracker.model_construct(
+            prices=self.prices,
+            by_model={m: ModelSpend(usage=s.usage, cost=s.cost) for m, s in self.by_model.items()},
+        )
+
     def record(self, model: str, usage: Usage) -> float:
         """Add ``usage`` of ``model``; return the cost of this usage."""
         cost = self.prices.cost(model, usage)

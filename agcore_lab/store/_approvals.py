@@ -147,12 +147,12 @@ def decide_pending(
         return None, ConflictError(
             f"interrupt {interrupt_id!r} belongs to run {call.run_id!r}, not {run_id!r}", **context
         )
-    if (
-        call.status == "PENDING_APPROVAL"
-        and from_status == "PENDING_APPROVAL"
-        and call.expired(now)
+    if from_status == "PENDING_APPROVAL" and (
+        call.status == "EXPIRED" or (call.status == "PENDING_APPROVAL" and call.expired(now))
     ):
-        _move(conn, interrupt_id, "PENDING_APPROVAL", "EXPIRED", now)
+        # Expired is 410 however it was found: by this resume, or earlier by a listing.
+        if call.status == "PENDING_APPROVAL":
+            _move(conn, interrupt_id, "PENDING_APPROVAL", "EXPIRED", now)
         return None, GoneError(
             f"the call expired at {call.expires_at.isoformat() if call.expires_at else '?'}",
             **context,

@@ -20,10 +20,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agcore_lab.errors import StorageError
+from agcore_lab.ids import new_id
 from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
-from agcore_lab.store.base import LinkRecord
+from agcore_lab.store.base import LinkRecord, SlotRecord
 
-__all__ = ["delete_session_chains", "insert_chain", "read_chain"]
+__all__ = ["delete_session_chains", "follow_renamed", "insert_chain", "read_chain"]
 
 _COLUMNS = {"id", "role", "content", "created_at"}
 _TOOL_COLUMNS = {"tool_call_id", "name"}
@@ -69,22 +70,76 @@ def _message(row: sqlite3.Row) -> Message:
     return MessageAdapter.validate_python(data)
 
 
+def _placements(
+    conn: sqlite3.Connection, message_ids: Sequence[str]
+) -> dict[str, tuple[str | None, int]]:
+    """Where the stored, placed messages among ``message_ids`` are at home."""
+    found: dict[str, tuple[str | None, int]] = {}
+    for start in range(0, len(message_ids), 500):
+        batch = message_ids[start : start + 500]
+        rows = conn.execute(
+            "SELECT message_id, parent_id, depth FROM messages WHERE depth IS NOT NULL "
+            f"AND message_id IN ({','.join('?' * len(batch))})",
+            tuple(batch),
+        )
+        found.update((r[0], (r[1], r[2])) for r in rows)
+    return found
+
+
+def _rehome(
+    conn: sqlite3.Connection, new_ids: set[str], links: Sequence[LinkRecord]
+) -> tuple[list[LinkRecord], dict[str, str]]:
+    """Give a link of its own to each home link of a sent message that is stored already at
+    another place (a snapshot imported into the database it came from), and make the later
+    links follow. Returns the links and the renamed nodes."""
+    stored = _placements(
+        conn,
+        [lk.message_id for lk in links if lk.node_id == lk.message_id and lk.message_id in new_ids],
+    )
+    renamed: dict[str, str] = {}
+    fixed: list[LinkRecord] = []
+    for link in links:
+        parent = link.parent_node_id
+        parent = renamed.get(parent, parent) if parent is not None else None
+        home = stored.get(link.message_id) if link.node_id == link.message_id else None
+        if home is not None and home != (parent, link.depth):
+            renamed[link.node_id] = new_id("node")
+            link = link.model_copy(update={"node_id": renamed[link.node_id]})
+        if parent != link.parent_node_id:
+            link = link.model_copy(update={"parent_node_id": parent})
+        fixed.append(link)
+    return fixed, renamed
+
+
+def follow_renamed(slot: SlotRecord, renamed: dict[str, str]) -> SlotRecord:
+    """``slot`` with its head moved along a renaming returned by :func:`insert_chain`."""
+    head = slot.head_node_id
+    if head is None or head not in renamed:
+        return slot
+    return slot.model_copy(update={"head_node_id": renamed[head]})
+
+
 def insert_chain(
     conn: sqlite3.Connection,
     session_id: str,
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
-) -> None:
+) -> dict[str, str]:
     """Insert new messages (already-stored ids are skipped) and the links that place them.
 
     A link whose ``node_id`` is its ``message_id`` places a message at home (on its row);
-    any other link becomes a ``message_links`` row.
+    any other link becomes a ``message_links`` row. When a message sent again is already at
+    home elsewhere, its home link becomes a ``message_links`` row with a new node id.
+
+    Returns:
+        The node ids renamed that way (old -> new): slot heads must follow them.
 
     Raises:
         StorageError: A node that exists already would be written again.
     """
-    homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
     new_ids = {m.id for m in messages}
+    links, renamed = _rehome(conn, new_ids, links) if new_ids else (list(links), {})
+    homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
     conn.executemany(
         "INSERT OR IGNORE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?)",
         [_row(m, session_id, homes.get(m.id)) for m in messages],
@@ -108,6 +163,7 @@ def insert_chain(
             if lk.node_id != lk.message_id
         ],
     )
+    return renamed
 
 
 _CHAIN_SQL = """
@@ -162,6 +218,8 @@ keep(node_id) AS (
         WHERE session_id <> ?1 AND message_id IN (SELECT node_id FROM mine)
     UNION SELECT head_node_id FROM slots
         WHERE session_id <> ?1 AND head_node_id IN (SELECT node_id FROM mine)
+    UNION SELECT json_extract(s.value, '$[0]') FROM checkpoints c, json_each(c.slots_json) s
+        WHERE c.session_id <> ?1 AND json_extract(s.value, '$[0]') IN (SELECT node_id FROM mine)
     UNION SELECT m.parent_id FROM keep k JOIN messages m ON m.message_id = k.node_id
         WHERE m.parent_id IS NOT NULL
     UNION SELECT l.parent_node_id FROM keep k JOIN message_links l ON l.node_id = k.node_id
@@ -174,7 +232,7 @@ SELECT node_id FROM keep
 
 def delete_session_chains(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete a session's messages and links, keeping every node another session's chain
-    still passes through (and that node's ancestors)."""
+    (a slot, or any of its checkpoints) still passes through, and that node's ancestors."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keep(node_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _keep")
     conn.execute("INSERT OR IGNORE INTO _keep " + _KEEP_SQL, (session_id,))

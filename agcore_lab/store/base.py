@@ -172,8 +172,9 @@ class Store(Protocol):
     one from several processes on the same file.
     """
 
-    def create_session(self, record: SessionRecord) -> None:
-        """Insert a new session. Raises ``ConflictError`` if the id exists."""
+    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
+        """Insert a new session and its first slots, in one transaction. Raises
+        ``ConflictError`` if the id exists."""
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:

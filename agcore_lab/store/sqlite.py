@@ -30,7 +30,12 @@ from agcore_lab.store._approvals import (
     read_pending,
     restore_pending,
 )
-from agcore_lab.store._chains import delete_session_chains, insert_chain, read_chain
+from agcore_lab.store._chains import (
+    delete_session_chains,
+    follow_renamed,
+    insert_chain,
+    read_chain,
+)
 from agcore_lab.store._checkpoints import (
     delete_checkpoints,
     insert_checkpoint,
@@ -184,8 +189,8 @@ class SqliteStore:
             metadata=json.loads(row["metadata_json"]),
         )
 
-    def create_session(self, record: SessionRecord) -> None:
-        """Insert a new session; ``ConflictError`` if its id is taken."""
+    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
+        """Insert a new session (and its first slots); ``ConflictError`` if its id is taken."""
         with self._write() as conn:
             if conn.execute(
                 "SELECT 1 FROM sessions WHERE session_id = ?", (record.session_id,)
@@ -193,6 +198,10 @@ class SqliteStore:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
             conn.execute(
                 "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self._session_row(record)
+            )
+            conn.executemany(
+                "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [slot_values(slot, record.session_id) for slot in slots],
             )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -232,12 +241,12 @@ class SqliteStore:
         with self._write() as conn:
             if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                 raise SessionNotFoundError("no such session in the store", session_id=sid)
-            insert_chain(conn, sid, messages, links)
+            renamed = insert_chain(conn, sid, messages, links)
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
                 "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [slot_values(slot, sid) for slot in slots],
+                [slot_values(follow_renamed(slot, renamed), sid) for slot in slots],
             )
             conn.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -212,7 +212,9 @@ def test_cancelling_dispatch_all_keeps_the_finished_ones(tmp_path: Path) -> None
         assert checkpoints[0].turn_index == 1  # the finished child's turn was checkpointed
     children = manager.children_sync(lead)
     marks = {manager.store.get_session(c).metadata.get("dispatch") for c in children}  # type: ignore[union-attr]
-    assert marks == {"completed", "cancelled"}
+    assert marks == {None, "cancelled"}  # a completed child is known by its result_summary
+    for child_id in progress.child_ids[:2]:
+        assert "result_summary" in manager.child_memory(child_id or "")
 
 
 def test_progress_callback_sees_every_stage(tmp_path: Path) -> None:
