@@ -11,8 +11,8 @@ import pytest
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import CapturedIO, capture_output
 
-from agcore_lab import Agent, AgentSession, ScriptedModel
-from agcore_lab.jupyter import SlotDiffViewer
+from agcore_lab import Agent, AgentSession, ScriptedModel, SessionManager
+from agcore_lab.jupyter import CheckpointTimeline, SessionTreeBrowser, SlotDiffViewer
 from agcore_lab.jupyter.magics import AgcoreMagics
 
 
@@ -28,6 +28,7 @@ def magics(ip: Any) -> Iterator[AgcoreMagics]:
     instance = ip.magics_manager.registry["AgcoreMagics"]
     instance.sessions.clear()
     instance.last_session = "default"
+    instance.last_manager_session = None
     names = set(ip.user_ns)
     yield instance
     for name in set(ip.user_ns) - names:
@@ -253,3 +254,150 @@ def test_core_and_extension_load_without_widgets() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# -- session tree and time travel -------------------------------------------------------------
+
+
+def _manager_with_turns(turns: int = 3) -> tuple[SessionManager, str]:
+    manager = SessionManager(agents=[Agent(name="writer", model=ScriptedModel())])
+    sid = manager.create_sync(manager.agents["writer"])
+    for i in range(turns):
+        manager.submit_turn_sync(sid, f"turn {i}")
+    return manager, sid
+
+
+def _widget(captured: CapturedIO) -> Any:
+    (output,) = captured.outputs
+    assert "application/vnd.jupyter.widget-view+json" in output.data
+    return output.data["text/plain"]
+
+
+def test_help_lists_the_manager_commands(ip: Any, magics: AgcoreMagics) -> None:
+    out = line(ip, "help").stdout
+    for command in (
+        "%agcore sessions",
+        "%agcore tree",
+        "%agcore timeline [SESSION]",
+        "%agcore checkpoint",
+        "[--label L]",
+        "%agcore rollback CKPT",
+        "%agcore fork CKPT",
+        "--manager VAR",
+    ):
+        assert command in out, command
+
+
+def test_sessions_returns_a_dataframe(ip: Any, magics: AgcoreMagics) -> None:
+    manager, sid = _manager_with_turns(2)
+    ip.user_ns["manager"] = manager
+    with capture_output() as captured:
+        frame = ip.run_line_magic("agcore", "sessions")
+    assert captured.stderr == ""
+    assert list(frame["session_id"]) == [sid]
+    assert list(frame["turn_index"]) == [2] and list(frame["live"]) == [True]
+    with capture_output():
+        assert ip.run_cell("df = %agcore sessions").success
+    assert len(ip.user_ns["df"]) == 1
+
+
+def test_tree_and_timeline_display_views(ip: Any, magics: AgcoreMagics) -> None:
+    manager, sid = _manager_with_turns()
+    ip.user_ns["manager"] = manager
+    text = _widget(line(ip, "tree"))
+    assert text == "SessionTreeBrowser(1 sessions, 1 live, selected=None)"
+    # The only live session is picked, and remembered.
+    text = _widget(line(ip, "timeline"))
+    assert text.startswith(f"CheckpointTimeline('{sid}', 4 checkpoints, turn=3")
+    assert magics.last_manager_session == sid
+    other = manager.create_sync(manager.agents["writer"])
+    text = _widget(line(ip, f"timeline {other}"))
+    assert text.startswith(f"CheckpointTimeline('{other}', 1 checkpoints, turn=0")
+    assert SessionTreeBrowser.__name__ and CheckpointTimeline.__name__
+    for listener in list(manager._listeners):  # the displayed views follow the manager
+        manager._listeners.remove(listener)
+
+
+def test_checkpoint_rollback_and_fork(ip: Any, magics: AgcoreMagics) -> None:
+    manager, sid = _manager_with_turns()
+    ip.user_ns["manager"] = manager
+    ip.user_ns["sid"] = sid
+    out = line(ip, 'checkpoint --session sid --label "before it"').stdout
+    ckpt = manager.checkpointer.list_checkpoints_sync(sid)[0]
+    assert out.strip() == f"checkpoint {ckpt.ckpt_id} of {sid} at turn 3, label 'before it'"
+    assert ckpt.source == "manual" and ckpt.label == "before it"
+
+    first = manager.checkpointer.list_checkpoints_sync(sid)[-2]  # turn 1
+    out = line(ip, f"rollback {first.ckpt_id}").stdout
+    recorded = manager.checkpointer.list_checkpoints_sync(sid)[0].ckpt_id
+    assert out.strip() == f"rolled {sid} back to turn 1 ({first.ckpt_id}); recorded as {recorded}"
+    assert manager.get_sync(sid).turn_index == 1
+
+    out = line(ip, f"fork {ckpt.ckpt_id}").stdout
+    child = manager.children_sync(sid)[0]
+    assert out.strip() == (
+        f"forked {sid} at turn 3 ({ckpt.ckpt_id}) into session {child}; current session: {child}"
+    )
+    assert manager.get_sync(child).turn_index == 3
+    assert magics.last_manager_session == child
+    out = line(ip, "checkpoint").stdout  # the session used last: the fork
+    assert f" of {child} at turn 3" in out
+    out = line(ip, f"fork {ckpt.ckpt_id} --no-switch -m manager").stdout
+    assert out.strip().endswith(f"current session: {child}")
+    assert len(manager.children_sync(sid)) == 2
+
+
+def test_fork_of_a_slot_still_works_next_to_managers(ip: Any, magics: AgcoreMagics) -> None:
+    manager, _ = _manager_with_turns(1)
+    ip.user_ns["manager"] = manager
+    cell(ip, "chat", "hi")
+    out = line(ip, "fork --no-switch ckpt-like").stdout
+    assert out.startswith("forked 'main' into 'ckpt-like'")
+    assert "ckpt-like" in magics.sessions["default"].slots
+
+
+def test_session_variable_may_hold_an_agent_session(ip: Any, magics: AgcoreMagics) -> None:
+    manager, sid = _manager_with_turns(1)
+    ip.user_ns["manager"] = manager
+    ip.user_ns["live"] = manager.get_sync(sid)
+    out = line(ip, "checkpoint -s live").stdout
+    assert f" of {sid} at turn 1" in out
+
+
+@pytest.mark.parametrize(
+    ("setup", "command", "expected"),
+    [
+        ("none", "tree", "agcore: no SessionManager in the notebook: create one"),
+        ("two", "sessions", "agcore: 2 SessionManagers in the notebook (m1, m2): pass --manager"),
+        ("two", "tree --manager nope", "agcore: no variable 'nope': --manager names a variable"),
+        ("two", "tree --manager notes", "agcore: variable 'notes' holds a list, not a Session"),
+        ("empty", "checkpoint", "agcore: no live session to pick from: pass --session ID"),
+        ("two_live", "timeline", "agcore: 2 live sessions to pick from: pass --session ID"),
+        ("one", "rollback ckpt_nope", "agcore: no such checkpoint; list them with"),
+        ("one", "fork ckpt_nope", "agcore: no such checkpoint; list them with"),
+        ("one", "timeline ses_nope", "agcore: no such session in the store"),
+        ("one", "rollback", "agcore: the following arguments are required: ckpt"),
+        ("one", "timeline a --session b", "agcore: give the session once"),
+        ("one", "checkpoint --session notes", "agcore: variable 'notes' holds a list, not a"),
+    ],
+)
+def test_manager_command_errors_are_one_line(
+    ip: Any, magics: AgcoreMagics, setup: str, command: str, expected: str
+) -> None:
+    ip.user_ns["notes"] = ["not", "a", "manager"]
+    if setup in ("two", "two_live"):
+        ip.user_ns["m1"], ip.user_ns["m2"] = SessionManager(), SessionManager()
+        ip.user_ns["_hidden"] = ip.user_ns["m1"]  # underscore names (output cache) are skipped
+    if setup == "two_live":
+        manager, _ = _manager_with_turns(0)
+        manager.create_sync(manager.agents["writer"])
+        ip.user_ns["m1"] = ip.user_ns["_hidden"] = manager
+        del ip.user_ns["m2"]
+    if setup == "empty":
+        ip.user_ns["manager"] = SessionManager()
+    if setup == "one":
+        ip.user_ns["manager"], _ = _manager_with_turns(1)
+    captured = line(ip, command)
+    assert captured.stderr.startswith(expected), captured.stderr
+    assert captured.stderr.count("\n") == 1 and "Traceback" not in captured.stderr
+    assert captured.stdout == "" and captured.outputs == []

@@ -1,0 +1,93 @@
+"""CheckpointTimeline in real JupyterLab: select a checkpoint, Rollback, Confirm, see it change.
+
+The notebook also shows a SessionTreeBrowser, which must follow the rollback by itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nbformat
+import pytest
+
+SETUP = """\
+from agcore_lab import Agent, ScriptedModel, SessionManager
+from agcore_lab.jupyter import CheckpointTimeline
+
+manager = SessionManager(agents=[Agent(name="writer", model=ScriptedModel())])
+sid = manager.create_sync(manager.agents["writer"])
+for i in range(3):
+    manager.submit_turn_sync(sid, f"turn {i}")
+timeline = CheckpointTimeline(manager, sid)
+timeline"""
+
+READ_BACK = 'print("turn index:", manager.get_sync(sid).turn_index)'
+
+TREE = """\
+from agcore_lab.jupyter import SessionTreeBrowser
+
+SessionTreeBrowser(manager)"""
+
+RUN_SECOND_CELL = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  panel.content.activeCellIndex = 1;
+  return window.jupyterapp.commands.execute('notebook:run-cell');
+}"""
+
+pytestmark = pytest.mark.browser
+
+
+def _write_notebook(path: Any) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, READ_BACK, TREE)]
+    nbformat.write(nb, str(path))
+
+
+def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
+    from playwright.sync_api import expect
+
+    _write_notebook(jupyter_lab.root_dir / "timeline.ipynb")
+    jupyter_lab.open_notebook(page, "timeline.ipynb")
+    jupyter_lab.run_all_cells(page)
+
+    timeline = page.locator(".jp-OutputArea-output .agc-timeline")
+    expect(timeline).to_be_visible(timeout=60_000)
+    options = timeline.locator(".agc-ckpt-list select option")
+    expect(options).to_have_count(4)
+    expect(timeline.locator(".agc-turn")).to_have_text("turn 3")
+    expect(timeline.locator("svg.agc-plot circle")).to_have_count(4)
+    read_back = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
+    expect(read_back).to_have_text("turn index: 3", timeout=30_000)
+    tree_row = page.locator(".agc-tree-browser .agc-tree-list select option").first
+    expect(tree_row).to_contain_text("writer · 3 turns", timeout=30_000)
+
+    # Pick the checkpoint after turn 1 (newest first: 3, 2, 1, start).
+    timeline.locator(".agc-ckpt-list select").select_option(index=2)
+    expect(timeline.locator(".agc-ckpt-preview .agc-head")).to_contain_text("turn 1")
+    timeline.locator("button.jupyter-button", has_text="Rollback").click()
+    expect(timeline.locator(".agc-question")).to_contain_text("back to turn 1")
+    page.screenshot(path=str(jupyter_lab.tmp_dir / "timeline_confirm.png"))
+    timeline.locator("button.jupyter-button", has_text="Confirm rollback").click()
+
+    expect(timeline.locator(".agc-status-line")).to_contain_text(
+        "Rolled back to turn 1", timeout=30_000
+    )
+    expect(timeline.locator(".agc-turn")).to_have_text("turn 1")
+    expect(options).to_have_count(5)
+    expect(options.first).to_contain_text("rollback")
+    expect(timeline.locator("svg.agc-plot circle")).to_have_count(5)
+    expect(timeline.locator(".agc-error")).to_have_count(0)
+    expect(tree_row).to_contain_text("writer · 1 turn ·")  # the open tree browser followed
+    shot = jupyter_lab.tmp_dir / "timeline_rolled_back.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+
+    # The kernel agrees: the live session's turn index went back.
+    page.evaluate(RUN_SECOND_CELL)
+    expect(read_back).to_have_text("turn index: 1", timeout=30_000)
+    assert jupyter_lab.dialogs == []

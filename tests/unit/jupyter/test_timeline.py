@@ -1,0 +1,252 @@
+"""CheckpointTimeline built in plain Python: list, plot, preview, rollback, fork, events."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from agcore_lab import Agent, RuntimeBundle, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.jupyter import CheckpointTimeline, SessionTreeBrowser
+from agcore_lab.jupyter._confirm import ConfirmBar
+from agcore_lab.jupyter._refresh import Reloader
+from agcore_lab.jupyter._session_html import render_checkpoint_table, render_memory, render_messages
+from agcore_lab.jupyter._svg import MAX_POINTS, PlotPoint, cumulative_plot
+from agcore_lab.llm.messages import AssistantMessage, ToolCall, UserMessage
+from agcore_lab.llm.usage import ModelPrice, PriceTable
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def manager() -> SessionManager:
+    prices = PriceTable({"scripted": ModelPrice(prompt=1.0, completion=2.0)})
+    bundle = RuntimeBundle(store=SqliteStore(":memory:"), prices=prices)
+    return SessionManager(bundle=bundle, agents=[Agent(name="writer", model=ScriptedModel())])
+
+
+@pytest.fixture
+def sid(manager: SessionManager) -> str:
+    session_id = manager.create_sync(manager.agents["writer"])
+    for text in ("one", XSS, "three"):
+        manager.submit_turn_sync(session_id, text)
+    return session_id
+
+
+@pytest.fixture
+def timeline(manager: SessionManager, sid: str) -> Iterator[CheckpointTimeline]:
+    view = CheckpointTimeline(manager, sid)
+    yield view
+    view.close()
+
+
+def _text(html_value: str) -> str:
+    return re.sub(r"<[^>]+>", "", html_value)
+
+
+def _turns(view: CheckpointTimeline) -> list[int]:
+    return [c.turn_index for c in view.checkpoints]
+
+
+def test_lists_checkpoints_newest_first_with_a_plot(timeline: CheckpointTimeline, sid: str) -> None:
+    assert _turns(timeline) == [3, 2, 1, 0]
+    options = timeline.ckpt_select.options
+    assert [value for _, value in options] == [c.ckpt_id for c in timeline.checkpoints]
+    first = options[0][0].split()
+    assert first[0] == "3" and first[2] == "auto" and first[-1].startswith("$0.0")
+    assert options[-1][0].split()[3] == "start"
+    header = _text(timeline.header_html.value)
+    assert f"Checkpoints of {sid}" in header and "turn 3" in header and "live" in header
+    assert "4 checkpoints" in header
+    svg = timeline.plot_html.value
+    assert svg.startswith("<svg") and svg.count("<circle") == 4
+    assert svg.count("<polyline") == 2
+    assert timeline.rollback_button.disabled and timeline.fork_button.disabled
+
+
+def test_preview_shows_state_escaped(timeline: CheckpointTimeline, manager: SessionManager) -> None:
+    manager.get_sync(timeline.session_id).session_memory.set("mood", XSS)
+    two = timeline.checkpoints[1]
+    timeline.ckpt_select.value = two.ckpt_id  # what a click in the list does
+    assert timeline.wait(10)
+    assert timeline.selected == two.ckpt_id and timeline.preview.meta.turn_index == 2
+    preview = timeline.preview_html.value
+    assert "&lt;img src=x onerror=alert(1)&gt;" in preview
+    assert "<img" not in preview and "<img" not in timeline._repr_html_()
+    assert "main (4)" in _text(preview)
+    assert "memory is empty" in preview  # memory as of that checkpoint, not as of now
+    assert "agc-pt-selected" in timeline.plot_html.value
+    assert not timeline.rollback_button.disabled
+
+
+def test_rollback_asks_first_then_rolls_back(
+    timeline: CheckpointTimeline, manager: SessionManager, sid: str
+) -> None:
+    browser = SessionTreeBrowser(manager)
+    try:
+        target = timeline.checkpoints[2]  # turn 1
+        timeline.select(target.ckpt_id)
+        timeline.rollback_button.click()
+        question = _text(timeline.confirm_bar.question_html.value)
+        assert f"Roll session {sid} back to turn 1" in question
+        timeline.confirm_bar.cancel_button.click()
+        assert "Rollback cancelled; nothing changed." in timeline.status_html.value
+        assert manager.get_sync(sid).turn_index == 3
+
+        timeline.ask_rollback()
+        timeline.confirm_bar.confirm_button.click()
+        assert timeline.wait(10) and browser.wait(10)
+        assert manager.get_sync(sid).turn_index == 1
+        assert timeline.turn_index == 1 and "turn 1" in timeline.header_html.value
+        assert _turns(timeline) == [1, 3, 2, 1, 0]
+        assert timeline.checkpoints[0].source == "rollback"
+        assert "Rolled back to turn 1" in timeline.status_html.value
+        assert timeline.selected == target.ckpt_id  # still selected, on its page
+        # The open tree browser followed the manager's rollback event.
+        assert browser.rows[0].node.turn_index == 1
+    finally:
+        browser.close()
+
+
+def test_fork_asks_first_then_forks(
+    timeline: CheckpointTimeline, manager: SessionManager, sid: str
+) -> None:
+    browser = SessionTreeBrowser(manager)
+    try:
+        target = timeline.checkpoints[1]  # turn 2
+        timeline.ask_fork(target.ckpt_id)
+        assert timeline.confirm_bar.pending == "fork"
+        task = timeline.confirm()
+        assert task is not None and task.wait(10) and timeline.wait(10) and browser.wait(10)
+        child = timeline.last_fork
+        assert child is not None and f"into session {child}" in timeline.status_html.value
+        assert manager.get_sync(sid).turn_index == 3  # the original is untouched
+        assert manager.get_sync(child).turn_index == 2
+        assert [r.node.session_id for r in browser.rows] == [sid, child]
+    finally:
+        browser.close()
+
+
+def test_updates_as_turns_arrive_and_close_stops(
+    timeline: CheckpointTimeline, manager: SessionManager, sid: str
+) -> None:
+    manager.submit_turn_sync(sid, "four")
+    assert timeline.wait(10)
+    assert _turns(timeline)[0] == 4 and timeline.turn_index == 4
+    label = "<script>alert(1)</script>"
+    manager.checkpoint_sync(sid, label)
+    assert timeline.wait(10)
+    assert timeline.checkpoints[0].source == "manual"
+    assert timeline.ckpt_select.options[0][0].split()[3].startswith("<script>")  # text only
+    assert "<script>" not in timeline._repr_html_() and "<script>" not in timeline.plot_html.value
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in timeline._repr_html_()
+    timeline.close()
+    manager.submit_turn_sync(sid, "five")
+    time.sleep(0.05)
+    assert _turns(timeline)[0] == 4
+
+
+def test_paging(manager: SessionManager, sid: str) -> None:
+    view = CheckpointTimeline(manager, sid, page_size=3)
+    try:
+        assert view.pages == 2 and len(view.ckpt_select.options) == 3
+        view.next_button.click()
+        assert [v for _, v in view.ckpt_select.options] == [view.checkpoints[3].ckpt_id]
+        view.prev_button.click()
+        view.select(view.checkpoints[-1].ckpt_id)
+        assert view.page == 1 and view.ckpt_select.value == view.checkpoints[-1].ckpt_id
+    finally:
+        view.close()
+
+
+def test_errors_show_inline(timeline: CheckpointTimeline, manager: SessionManager) -> None:
+    assert timeline.ask_rollback() is None
+    assert "agcore: select a checkpoint first" in timeline.error_html.value
+    timeline.select("ckpt_nope")
+    assert "no checkpoint &#x27;ckpt_nope&#x27;" in timeline.error_html.value
+    timeline.select(timeline.checkpoints[0].ckpt_id)
+    timeline.ask_rollback()
+    manager.destroy_sync(timeline.session_id)
+    task = timeline.confirm()
+    assert task is not None and task.wait(10) and timeline.wait(10)
+    assert "agcore: no such session in the store" in timeline.error_html.value
+    assert "failed; nothing changed" in timeline.status_html.value
+
+
+def test_stored_session_header(manager: SessionManager, sid: str) -> None:
+    other = SessionManager(manager.store, agents=[manager.agents["writer"]])
+    view = CheckpointTimeline(other, sid)
+    try:
+        assert "turn 3" in view.header_html.value and "stored" in view.header_html.value
+        assert view.live is False and view.agent_name == "writer"
+        assert repr(view).startswith(f"CheckpointTimeline('{sid}', 4 checkpoints, turn=3")
+    finally:
+        view.close()
+
+
+def test_plot_empty_single_and_thinned() -> None:
+    assert "no checkpoints yet" in cumulative_plot([])
+    one = cumulative_plot([PlotPoint(key="k", turn=0, tokens=0, cost=0.0, tooltip="<b>")])
+    assert one.count("<circle") == 1 and "<polyline" not in one and "&lt;b&gt;" in one
+    many = [
+        PlotPoint(key=f"k{i}", turn=i, tokens=i * 10, cost=i / 1000, tooltip=f"t{i}")
+        for i in range(1000)
+    ]
+    svg = cumulative_plot(many, selected="k555")
+    assert MAX_POINTS <= svg.count("<circle") <= MAX_POINTS + 2
+    assert 'data-key="k555"' in svg and 'data-key="k999"' in svg and 'data-key="k0"' in svg
+
+
+def test_confirm_bar_runs_once() -> None:
+    bar = ConfirmBar()
+    runs: list[int] = []
+    bar.ask("Go?", lambda: runs.append(1), action="go")
+    assert bar.confirm() is None and runs == [1]
+    assert bar.confirm() is None and runs == [1] and not bar.visible
+    bar.ask("<b>bold?</b>", lambda: runs.append(2))
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in bar.question_html.value
+    bar.cancel()
+    assert runs == [1] and bar.pending is None
+
+
+def test_reloader_folds_requests_into_one_more_load() -> None:
+    loads: list[int] = []
+    seen: list[int] = []
+    gate = threading.Event()
+
+    async def load() -> int:
+        loads.append(len(loads))
+        while not gate.is_set():
+            await asyncio.sleep(0.005)
+        return len(loads)
+
+    reloader = Reloader(load, on_loaded=seen.append, on_error=print)
+    assert reloader.request() is not None
+    for _ in range(5):
+        assert reloader.request() is None
+    assert reloader.busy
+    gate.set()
+    assert reloader.wait(5)
+    assert len(loads) == 2 and seen == [1, 2]
+    reloader.stop()
+    assert reloader.request() is None and not reloader.busy
+
+
+def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
+    html_list = render_messages(
+        [
+            UserMessage(content="x" * 1000),
+            AssistantMessage(content=None, tool_calls=[ToolCall(name="add", id="call_1")]),
+        ]
+    )
+    assert "x" * 300 + "… (700 more characters)" in html_list
+    assert "calls add" in html_list
+    assert "no messages" in render_messages([])
+    memory = render_memory({f"k{i:03}": "v" * 500 for i in range(60)})
+    assert memory.count("<tr>") == 51 and "… and 10 more keys" in memory
+    assert "(302 more characters)" in memory  # the JSON string with its quotes, cut at 200
+    assert "no checkpoints yet" in render_checkpoint_table([])
