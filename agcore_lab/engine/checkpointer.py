@@ -387,8 +387,15 @@ class Checkpointer:
                 current_slot_id=snap.current_slot_id,
                 last_summary_turn=snap.last_summary_turn,
                 memory_version=store.memory_version(session_id),
-                slots={s.slot_id: s for s in slots},
+                # As stored: a message already stored elsewhere gets a node of its own.
+                slots={s.slot_id: s for s in store.load_slots(session_id)},
                 spend=snap.spend,
+                message_count=next(
+                    len(s.message_ids) for s in snap.slots if s.slot_id == snap.current_slot_id
+                ),
+                prompt_tokens=record.prompt_tokens,
+                completion_tokens=record.completion_tokens,
+                cost_usd=record.cost_usd,
             )
             store.put_checkpoint(meta)
         except BaseException:

@@ -132,7 +132,7 @@ class SessionManager(DispatchOperations):
 
     def _attach(self, session: AgentSession) -> AgentSession:
         self.register_agent(session.agent)
-        if self.auto_checkpoint:
+        if self.auto_checkpoint and self._after_turn not in session.hooks:  # once per session
             session.add_turn_end_hook(self._after_turn)
         self._put(session)
         return session
@@ -216,6 +216,7 @@ class SessionManager(DispatchOperations):
         latest = self.store.list_checkpoints(session_id, limit=1)
         if latest and self._differs(session, latest[0].turn_index, latest[0].slots):
             await self.checkpointer.rollback(session_id, latest[0].ckpt_id)
+        self.emit("recovered", session_id)
         return session
 
     @staticmethod
@@ -367,8 +368,10 @@ class SessionManager(DispatchOperations):
             GoneError: The call expired (410).
         """
         session = await self.get_or_recover(session_id)
-        result = await session.resume(run_id, interrupt_id, decision)
-        return result
+        try:
+            return await session.resume(run_id, interrupt_id, decision)
+        finally:  # resolved, conflicted or expired: approval views refresh either way
+            self.emit("approval", session_id, ckpt_id=None)
 
     def pending_calls(
         self, session_id: str | None = None, *, include_resolved: bool = False

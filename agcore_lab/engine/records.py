@@ -23,15 +23,24 @@ __all__ = [
 ]
 
 EventKind = Literal[
-    "created", "destroyed", "turn", "checkpoint", "rollback", "fork", "agent_switched"
+    "created",
+    "recovered",
+    "destroyed",
+    "turn",
+    "checkpoint",
+    "rollback",
+    "fork",
+    "agent_switched",
+    "approval",
 ]
 
 
 class ManagerEvent(BaseModel):
     """Something changed in a :class:`~agcore_lab.engine.manager.SessionManager`.
 
-    Listeners get these synchronously, on the thread that made the change; views use them to
-    refresh.
+    Listeners get these synchronously, on the thread that made the change — for ``turn`` and
+    ``checkpoint``, while that session's turn lock is held: a listener must return quickly and
+    never wait for that session (views only schedule a refresh).
     """
 
     model_config = ConfigDict(frozen=True)
