@@ -24,6 +24,8 @@ from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
 __all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "SnapshotMemoryEntry", "SnapshotSlot"]
 
 SNAPSHOT_VERSION: Literal[2] = 2
+# What Agent and ContextSlot accept: a snapshot must not store what cannot be loaded again.
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 
 
 class SnapshotSlot(BaseModel):
@@ -31,14 +33,14 @@ class SnapshotSlot(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    slot_id: str
+    slot_id: str = Field(pattern=NAME_PATTERN)
     parent_slot_id: str | None = None
-    fork_point: int = 0
-    merge_base: int = 0
+    fork_point: int = Field(default=0, ge=0)
+    merge_base: int = Field(default=0, ge=0)
     mode: SlotMode = "full"
     summary_override: str | None = None
     pinned_ids: list[str] = Field(default_factory=list)
-    recent_window: int = 20
+    recent_window: int = Field(default=20, ge=1)
     message_ids: list[str] = Field(default_factory=list)
 
 
@@ -73,7 +75,7 @@ class SessionSnapshot(BaseModel):
 
     version: Literal[2] = SNAPSHOT_VERSION
     session_id: str
-    agent_name: str
+    agent_name: str = Field(pattern=NAME_PATTERN)
     parent_id: str | None = None
     turn_index: int = Field(ge=0)
     current_slot_id: str
@@ -98,7 +100,7 @@ class SessionSnapshot(BaseModel):
         else:
             try:
                 raw = json.loads(data) if isinstance(data, str | bytes) else data
-            except json.JSONDecodeError as exc:
+            except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8/16/32
                 raise UnprocessableError(f"the snapshot is not valid JSON: {exc}") from exc
             if not isinstance(raw, dict):
                 raise UnprocessableError("a snapshot must be a JSON object")
@@ -115,10 +117,18 @@ class SessionSnapshot(BaseModel):
                 )
                 raise UnprocessableError(f"invalid snapshot: {problems}") from exc
         snapshot.check_references()
+        try:  # NaN and Infinity are not JSON: the store would refuse them halfway
+            json.dumps(snapshot.model_dump(mode="json"), allow_nan=False)
+        except ValueError as exc:
+            raise UnprocessableError("the snapshot holds NaN or Infinity numbers") from exc
         return snapshot
 
     def check_references(self) -> None:
-        """Every slot's message ids must be in ``messages``; the current slot must exist."""
+        """Every slot's message ids must be in ``messages``; the current slot must exist;
+        slot ids must be unique."""
+        names = [s.slot_id for s in self.slots]
+        if len(set(names)) != len(names):
+            raise UnprocessableError(f"slot ids repeat: {sorted(names)}")
         known = {m.id for m in self.messages}
         for slot in self.slots:
             missing = [i for i in slot.message_ids if i not in known]

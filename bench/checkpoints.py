@@ -1,0 +1,217 @@
+"""Benchmark: checkpoint cost as a session grows (SessionManager + Checkpointer, file store).
+
+Sessions of 100, 500 and 1,000 turns on ScriptedModel, two messages of 300 characters per
+turn (the user's text and a deterministic reply), an automatic checkpoint after every turn, on
+a SQLite file in a temporary directory. For each size it prints:
+
+- checkpoint write time: the median of turns 10-60 and of the last 50 turns, and their ratio
+  (target < 1.5: a checkpoint must not get slower as history grows). Measured around
+  ``Checkpointer.checkpoint_locked`` — the whole automatic checkpoint the manager's turn-end
+  hook writes: building the record, finding the previous checkpoint, the write transaction
+  and the listeners — and nothing of the turn itself. As in ``bench/turns.py`` each size runs
+  ``--repeats`` times on fresh files and, for each turn number, the fastest of the repeats is
+  kept before taking the medians (filters out other processes' noise on a small machine);
+- database bytes per turn / raw message bytes per turn (target < 2). Bytes per turn is the
+  growth of the database file (after ``PRAGMA wal_checkpoint(TRUNCATE)``) from just after the
+  session was created to the end, divided by the turns; raw is the UTF-8 size of the two
+  messages' text. Where the bytes go is shown per table (``dbstat``);
+- time to list all checkpoints (``list_checkpoints``, best of 5; target < 50 ms at 1,000);
+- rollback time to the first (oldest) checkpoint of the live session (target < 20 ms at 1,000),
+  and, for comparison, to the middle one (which loads half the history back);
+- bytes added by one fork from the middle checkpoint (target < 1 KB): the database file's
+  growth over 20 forks divided by 20 (one fork alone grows the file by whole 4 KB pages or
+  not at all), and the payload of the rows the first fork wrote.
+
+Run: python bench/checkpoints.py [--sizes 100 500 1000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agcore_lab import Agent, Message, ScriptedModel, SessionManager, SqliteStore
+
+TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
+FORKS = 20
+
+
+def _text(prefix: str) -> str:
+    """A deterministic text of exactly 300 characters."""
+    return (prefix + " " + TEXT * 4)[:300]
+
+
+def reply(messages: Sequence[Message]) -> str:
+    """The scripted model's answer: 300 characters that depend on the conversation length."""
+    return _text(f"reply to message {len(messages)}:")
+
+
+@dataclass
+class Run:
+    """The figures of one session."""
+
+    writes: list[float] = field(default_factory=list)
+    bytes_per_turn: float = 0.0
+    raw_per_turn: float = 0.0
+    tables: dict[str, int] = field(default_factory=dict)
+    list_s: float = 0.0
+    rollback_s: float = 0.0
+    rollback_middle_s: float = 0.0
+    fork_bytes: float = 0.0
+    fork_payload: int = 0
+
+
+def _size(store: SqliteStore) -> int:
+    store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return os.path.getsize(store.path)
+
+
+def _tables(store: SqliteStore) -> dict[str, int]:
+    rows = store.connection.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+    return {name: int(size) for name, size in rows}
+
+
+def _payload(store: SqliteStore) -> int:
+    return int(store.connection.execute("SELECT sum(payload) FROM dbstat").fetchone()[0])
+
+
+async def run(turns: int, db: Path) -> Run:
+    store = SqliteStore(db)
+    manager = SessionManager(store)
+    checkpointer = manager.checkpointer
+    result = Run()
+    write = checkpointer.checkpoint_locked
+
+    def timed(*args: Any, **kwargs: Any) -> str:
+        start = time.perf_counter()
+        ckpt_id = write(*args, **kwargs)
+        result.writes.append(time.perf_counter() - start)
+        return ckpt_id
+
+    sid = await manager.create(Agent(name="bench", model=ScriptedModel(reply)))
+    checkpointer.checkpoint_locked = timed  # type: ignore[method-assign]
+    tables_before, size_before, raw = _tables(store), _size(store), 0
+    for i in range(turns):
+        text = _text(f"user turn {i}:")
+        done = await manager.submit_turn(sid, text)
+        raw += len(text.encode()) + len(done.reply.encode())
+    result.bytes_per_turn = (_size(store) - size_before) / turns
+    result.raw_per_turn = raw / turns
+    result.tables = {
+        name: size - tables_before.get(name, 0) for name, size in _tables(store).items()
+    }
+    assert len(result.writes) == turns, "every turn must write exactly one checkpoint"
+
+    listings = []
+    for _ in range(5):
+        start = time.perf_counter()
+        ckpts = await checkpointer.list_checkpoints(sid)
+        listings.append(time.perf_counter() - start)
+    result.list_s = min(listings)
+    assert len(ckpts) == turns + 1  # the "start" checkpoint and one per turn
+    middle, first = ckpts[len(ckpts) // 2], ckpts[-1]
+
+    start = time.perf_counter()
+    await checkpointer.rollback(sid, first.ckpt_id)
+    result.rollback_s = time.perf_counter() - start
+    session = await manager.get(sid)
+    assert session.turn_index == 0 and not session.messages
+    start = time.perf_counter()
+    await checkpointer.rollback(sid, middle.ckpt_id)  # for comparison: loads half the history
+    result.rollback_middle_s = time.perf_counter() - start
+    assert session.turn_index == middle.turn_index
+
+    size, payload = _size(store), _payload(store)
+    await checkpointer.fork(sid, middle.ckpt_id)
+    result.fork_payload = _payload(store) - payload
+    for _ in range(FORKS - 1):
+        await checkpointer.fork(sid, middle.ckpt_id)
+    result.fork_bytes = (_size(store) - size) / FORKS
+    store.close()
+    return result
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def report(turns: int, runs: list[Run]) -> bool:
+    best = [min(column) for column in zip(*(r.writes for r in runs), strict=True)]
+    early, late = statistics.median(best[10:60]), statistics.median(best[-50:])
+    ratio = late / early
+    per_turn = statistics.median(r.bytes_per_turn for r in runs)
+    raw = runs[0].raw_per_turn
+    listing = statistics.median(r.list_s for r in runs)
+    rollback = statistics.median(r.rollback_s for r in runs)
+    rollback_middle = statistics.median(r.rollback_middle_s for r in runs)
+    fork = statistics.median(r.fork_bytes for r in runs)
+    at_scale = turns >= 1000  # the time targets are stated for 1,000 turns
+    checks = [
+        ratio < 1.5,
+        per_turn / raw < 2,
+        listing < 0.050 or not at_scale,
+        rollback < 0.020 or not at_scale,
+        fork < 1024,
+    ]
+    scale = "" if at_scale else " (target applies at 1,000 turns)"
+    print(f"== {turns} turns ({len(runs)} runs)")
+    print(
+        f"  checkpoint write: median turns 10-60 {early * 1e3:.3f} ms, last 50 "
+        f"{late * 1e3:.3f} ms, ratio {ratio:.2f}  target < 1.5  {_verdict(checks[0])}"
+    )
+    print(
+        f"  storage: {per_turn:.0f} B/turn for {raw:.0f} raw B/turn, ratio {per_turn / raw:.2f}"
+        f"  target < 2  {_verdict(checks[1])}"
+    )
+    where = ", ".join(
+        f"{name} {size / turns:.0f}"
+        for name, size in sorted(runs[0].tables.items(), key=lambda item: -item[1])
+        if size
+    )
+    print(f"    (B/turn by table, run 1: {where})")
+    print(
+        f"  list {turns + 1} checkpoints: {listing * 1e3:.1f} ms  target < 50 ms{scale}  "
+        f"{_verdict(checks[2])}"
+    )
+    print(
+        f"  rollback to the first checkpoint: {rollback * 1e3:.2f} ms  target < 20 ms{scale}  "
+        f"{_verdict(checks[3])}"
+    )
+    print(
+        f"    (rollback to the middle checkpoint, for comparison: {rollback_middle * 1e3:.2f} ms)"
+    )
+    print(
+        f"  one fork from the middle checkpoint: {fork:.0f} B of file (mean of {FORKS} forks), "
+        f"{runs[0].fork_payload} B of rows  target < 1024 B  {_verdict(checks[4])}"
+    )
+    return all(checks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if min(args.sizes) < 100:
+        parser.error("sizes must be at least 100 (the windows are turns 10-60 and the last 50)")
+    started, passed = time.perf_counter(), True
+    with tempfile.TemporaryDirectory() as tmp:
+        for turns in args.sizes:
+            runs = [
+                asyncio.run(run(turns, Path(tmp) / f"ckpt-{turns}-{repeat}.db"))
+                for repeat in range(args.repeats)
+            ]
+            passed = report(turns, runs) and passed
+    print(f"all targets {'PASS' if passed else 'MISS'} ({time.perf_counter() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
