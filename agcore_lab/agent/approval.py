@@ -25,7 +25,7 @@ from agcore_lab.agent.turn import TurnDraft, resume_turn
 from agcore_lab.aio import CrossLoopLock, run_sync
 from agcore_lab.errors import ConflictError, InvalidInputError
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import ToolCall, ToolMessage
+from agcore_lab.llm.messages import AssistantMessage, ToolCall, ToolMessage
 from agcore_lab.llm.tools import run_tool_call
 from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall
@@ -77,6 +77,17 @@ def as_decision(decision: Decision | str) -> Approve | Reject:
     raise InvalidInputError(
         f"unknown decision {decision!r}; use 'approve', 'reject', Approve(...) or Reject(...)"
     )
+
+
+def _answer_the_rest(draft: TurnDraft, remaining: list[ToolCall]) -> None:
+    """Answer every call a failure left unanswered in ``draft`` (the interrupted answer's
+    remaining calls, or a later answer's), so the history stays valid for any chat API."""
+    asked = [m for m in draft.new_messages if isinstance(m, AssistantMessage)]
+    calls = [*remaining, *(c for m in asked for c in m.tool_calls)]
+    answered = {m.tool_call_id for m in draft.new_messages if isinstance(m, ToolMessage)}
+    for call in calls:
+        if call.id not in answered:
+            draft.answer_unexecuted(call, "the turn failed before it ran")
 
 
 class ApprovalOperations:
@@ -186,8 +197,17 @@ class ApprovalOperations:
                 slot=self.slots.get(self.current_slot_id, self.slot(self.current_slot_id)).copy(),
                 cost=self.cost_tracker.fork(),
             )
-            async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
-                pass
+            try:
+                async for _event in resume_turn(
+                    self.agent, draft, answer, list(call.remaining_calls)
+                ):
+                    pass
+            except BaseException:
+                # The decision is recorded (an approved tool has run): keep the answers so far,
+                # or the model's call would stay unanswered for good. Then fail as the model did.
+                _answer_the_rest(draft, call.remaining_calls)
+                self._commit_turn(draft, run_id=call.run_id, continuing=True)
+                raise
             result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
             await self._after_turn(result)
         self._raise_for_status(result)

@@ -37,7 +37,7 @@ from agcore_lab.errors import (
     SlotNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import Message, ToolMessage
+from agcore_lab.llm.messages import AssistantMessage, Message, ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import SessionRecord, Store
@@ -149,14 +149,25 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.pending_interrupt_id = self._unanswered_interrupt()
 
     def _unanswered_interrupt(self) -> str | None:
-        # The latest call that stopped a turn and has no tool answer in the history yet.
+        # The latest call that stopped a turn and has no tool answer in the history yet. It
+        # must be asked in the history: after a rollback to before the call, an expired
+        # record of it is not answered (an answer to a call never made is invalid history).
         answered = {
             m.tool_call_id for m in self.current_slot.messages if isinstance(m, ToolMessage)
+        }
+        asked = {
+            call.id
+            for slot in self.slots.values()
+            for m in slot.messages
+            if isinstance(m, AssistantMessage)
+            for call in m.tool_calls
         }
         waiting = [
             c
             for c in self.store.list_pending(self.session_id, include_resolved=True)
-            if c.status in ("PENDING_APPROVAL", "EXPIRED") and c.tool_call_id not in answered
+            if c.status in ("PENDING_APPROVAL", "EXPIRED")
+            and c.tool_call_id in asked
+            and c.tool_call_id not in answered
         ]
         return waiting[-1].interrupt_id if waiting else None
 

@@ -140,17 +140,17 @@ class SessionManager(DispatchOperations):
     def _after_turn(self, session: AgentSession, result: TurnResult) -> None:
         # Runs inside the session's turn lock, after the turn was committed. A failure is
         # logged by the session's hook runner and does not fail the turn.
-        self.checkpointer.checkpoint_locked(session, source="auto")
         self.emit("turn", session.session_id)
+        self.checkpointer.checkpoint_locked(session, source="auto")
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def create(self, agent: Agent, bundle: RuntimeBundle | None = None) -> str:
         """Create a root session for ``agent``; return its (time-ordered) id."""
         session = self._attach(AgentSession(agent, bundle=bundle or self.bundle))
+        self.emit("created", session.session_id)
         if self.auto_checkpoint:
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
-        self.emit("created", session.session_id)
         return session.session_id
 
     async def create_child(self, parent_id: str, agent: Agent) -> str:
@@ -163,9 +163,9 @@ class SessionManager(DispatchOperations):
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
         session = self._attach(AgentSession(agent, bundle=bundle, parent_id=parent_id))
+        self.emit("created", session.session_id)
         if self.auto_checkpoint:
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
-        self.emit("created", session.session_id)
         return session.session_id
 
     async def get(self, session_id: str) -> AgentSession:
@@ -358,8 +358,13 @@ class SessionManager(DispatchOperations):
     async def resume(
         self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str
     ) -> TurnResult:
-        """Decide a pending tool call and continue its turn (recovering the session if it is
-        not live here, e.g. after a kernel restart). See :meth:`AgentSession.resume`.
+        """Decide a pending tool call and continue its turn (loading the session from the
+        store if it is not live here, e.g. after a kernel restart). See
+        :meth:`AgentSession.resume`.
+
+        A session that is not live is loaded as stored — without :meth:`recover`'s return to
+        the latest checkpoint: the pending call belongs to the stored state, and a rollback
+        here could undo the committed turn of a concurrent resume that won elsewhere.
 
         Raises:
             SessionNotFoundError: Unknown session (404).
@@ -367,7 +372,11 @@ class SessionManager(DispatchOperations):
             ConflictError: Run/interrupt mismatch or already resolved (409).
             GoneError: The call expired (410).
         """
-        session = await self.get_or_recover(session_id)
+        with self._map_lock:
+            session = self._live.get(session_id)
+        if session is None:
+            session = await self.adopt(session_id)
+            self.emit("recovered", session_id)
         try:
             return await session.resume(run_id, interrupt_id, decision)
         finally:  # resolved, conflicted or expired: approval views refresh either way

@@ -16,6 +16,9 @@ without it, the only ``SessionManager`` in the notebook. Their ``--session ID`` 
 by these commands, or the manager's only live session. ``fork`` takes a checkpoint when its
 argument is a checkpoint id (``ckpt_...``) and a slot name otherwise.
 
+Approvals: ``approvals`` lists the tool calls waiting for a person's decision; ``approve ID``
+and ``reject ID`` decide one by its interrupt id (see :mod:`._approval_magics`).
+
 Errors never print a traceback: usage mistakes and engine errors are one line,
 ``agcore: <message>``, on stderr.
 
@@ -48,10 +51,11 @@ from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
+from agcore_lab.jupyter._approval_magics import ApprovalCommands
 from agcore_lab.jupyter._magic_args import CommandError as _CommandError
 from agcore_lab.jupyter._magic_args import command as _command
 from agcore_lab.jupyter._magic_args import parse as _parse
-from agcore_lab.jupyter._manager_magics import ManagerCommands, names_checkpoint
+from agcore_lab.jupyter._manager_magics import names_checkpoint
 from agcore_lab.llm.scripted import ScriptedModel
 
 __all__ = ["AgcoreMagics", "load_ipython_extension"]
@@ -85,6 +89,14 @@ session tree and time travel (each takes --manager VAR; all but sessions/tree --
 --manager VAR: a variable holding a SessionManager (default: the only one in the notebook).
 --session ID: a session id, or a variable holding one (default: the manager session used
 last here, or the manager's only live session).
+
+human approval of tool calls (each takes --manager VAR; ID is an interrupt id, int_...)
+  %agcore approvals   the calls waiting for approval, as a DataFrame (df = %agcore approvals)
+                      [--all: also decided and expired calls] [--panel: an ApprovalPanel]
+  %agcore approve ID  run the tool and continue the turn; prints the result and the reply
+                      [--args JSON: edited arguments, a JSON object or a dict variable]
+                      [--rerun: a call that already ran before a rollback]
+  %agcore reject ID   do not run the tool; the model sees the reason [--reason TEXT]
 
   %agcore help        this list"""
 
@@ -162,7 +174,7 @@ def _slots_table(session: AgentSession) -> dict[str, str]:
 
 
 @_magics_class
-class AgcoreMagics(ManagerCommands, Magics):
+class AgcoreMagics(ApprovalCommands, Magics):
     """``%agcore`` (line) and ``%%agcore`` (cell): drive agcore_lab sessions from a notebook.
 
     ``%agcore help`` lists the commands. Sessions created by the magics are kept in
@@ -179,7 +191,8 @@ class AgcoreMagics(ManagerCommands, Magics):
     def agcore(self, line: str, cell: str | None = None) -> Any:
         """Run one ``%agcore`` command; see ``%agcore help``.
 
-        Returns ``None``, except ``%agcore sessions``, which returns a DataFrame.
+        Returns ``None``, except ``%agcore sessions`` and ``%agcore approvals``, which return a
+        DataFrame.
         """
         command, rest = ([*line.split(None, 1), "", ""])[:2]
         handlers: dict[str, Callable[[str, str | None], Any]] = {
@@ -194,6 +207,9 @@ class AgcoreMagics(ManagerCommands, Magics):
             "timeline": self._timeline,
             "checkpoint": self._checkpoint,
             "rollback": self._rollback,
+            "approvals": self._approvals,
+            "approve": self._approve,
+            "reject": self._reject,
             "help": self._help,
         }
         try:

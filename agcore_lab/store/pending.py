@@ -155,7 +155,7 @@ class SessionState(BaseModel):
             return data
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8/16/32
             raise UnprocessableError(f"the session state is not valid JSON: {exc}") from exc
         if not isinstance(raw, dict) or raw.get("version") != 2:
             version = raw.get("version") if isinstance(raw, dict) else None

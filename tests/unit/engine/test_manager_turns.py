@@ -178,10 +178,10 @@ def test_listeners_hear_every_change(
     manager.switch_agent_sync(sid, Agent(name="critic"))
     manager.destroy_sync(child)
     assert [(e.kind, e.session_id) for e in events] == [
-        ("checkpoint", sid),
         ("created", sid),
         ("checkpoint", sid),
         ("turn", sid),
+        ("checkpoint", sid),
         ("checkpoint", sid),
         ("rollback", sid),
         ("fork", sid),

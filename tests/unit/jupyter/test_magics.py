@@ -401,3 +401,148 @@ def test_manager_command_errors_are_one_line(
     assert captured.stderr.startswith(expected), captured.stderr
     assert captured.stderr.count("\n") == 1 and "Traceback" not in captured.stderr
     assert captured.stdout == "" and captured.outputs == []
+
+
+# -- human approval -----------------------------------------------------------------------------
+
+
+def _bank(timeout: float | None = None) -> tuple[SessionManager, list[tuple[str, int]]]:
+    from agcore_lab import Tool, ToolCall
+
+    runs: list[tuple[str, int]] = []
+
+    def transfer(to: str, amount: int) -> str:
+        """Move money."""
+        runs.append((to, amount))
+        return f"sent {amount} to {to}"
+
+    def answer(messages: Any) -> str:
+        return f"done: {messages[-1].text}"
+
+    model = ScriptedModel(
+        [ToolCall(name="transfer", arguments={"to": "u2", "amount": 100}), answer]
+    )
+    tool = Tool.from_function(transfer, requires_approval=True, approval_timeout=timeout)
+    agent = Agent(name="bank", model=model, tools=[tool])
+    manager = SessionManager(agents=[agent])
+    sid = manager.create_sync(agent)
+    assert manager.submit_turn_sync(sid, "send 100 to u2").status == "interrupted"
+    return manager, runs
+
+
+def test_help_lists_the_approval_commands(ip: Any, magics: AgcoreMagics) -> None:
+    out = line(ip, "help").stdout
+    for command in ("%agcore approvals", "%agcore approve ID", "%agcore reject ID", "--reason"):
+        assert command in out, command
+    assert "--args JSON" in out and "--rerun" in out
+
+
+def test_approvals_returns_a_dataframe(ip: Any, magics: AgcoreMagics) -> None:
+    manager, _ = _bank()
+    ip.user_ns["bank"] = manager
+    with capture_output() as captured:
+        frame = ip.run_line_magic("agcore", "approvals")
+    assert captured.stderr == ""
+    (call,) = manager.pending_calls()
+    assert list(frame["interrupt_id"]) == [call.interrupt_id]
+    assert list(frame["tool_name"]) == ["transfer"] and list(frame["status"]) == [
+        "PENDING_APPROVAL"
+    ]
+    assert frame["tool_args"][0] == {"to": "u2", "amount": 100}
+    line(ip, f"approve {call.interrupt_id}")
+    with capture_output():
+        assert len(ip.run_line_magic("agcore", "approvals")) == 0
+        everything = ip.run_line_magic("agcore", "approvals --all -m bank")
+    assert list(everything["status"]) == ["EXECUTED"]
+
+
+def test_approve_prints_the_result_and_the_reply(ip: Any, magics: AgcoreMagics) -> None:
+    manager, runs = _bank()
+    ip.user_ns["manager"] = manager
+    (call,) = manager.pending_calls()
+    out = line(ip, f"approve {call.interrupt_id}").stdout
+    assert out == "Approved: transfer ran → sent 100 to u2; reply: done: sent 100 to u2\n"
+    assert runs == [("u2", 100)]
+    assert magics.last_manager_session == call.session_id
+    # The second approval conflicts: one line, with the status; the tool does not run again.
+    captured = line(ip, f"approve {call.interrupt_id}")
+    assert captured.stderr.startswith("agcore: 409 Conflict: ")
+    assert captured.stderr.count("\n") == 1 and captured.stdout == ""
+    assert runs == [("u2", 100)]
+
+
+def test_approve_with_edited_arguments(ip: Any, magics: AgcoreMagics) -> None:
+    manager, runs = _bank()
+    ip.user_ns["manager"] = manager
+    (call,) = manager.pending_calls()
+    iid = call.interrupt_id
+    captured = line(ip, f"approve {iid} --args 'not json'")
+    assert captured.stderr.startswith("agcore: --args: the arguments are not valid JSON")
+    captured = line(ip, f"approve {iid} --args '{{\"to\": 3}}'")
+    assert captured.stderr.startswith(
+        "agcore: Not sent: invalid arguments for tool 'transfer': to: Input should be"
+    )
+    assert runs == [] and manager.pending_calls()[0].interrupt_id == iid
+    out = line(ip, f'approve {iid} --args \'{{"to": "u3", "amount": 5}}\'').stdout
+    assert out.startswith("Approved with edited arguments: transfer ran → sent 5 to u3;")
+    assert runs == [("u3", 5)]
+
+
+def test_approve_with_arguments_from_a_variable(ip: Any, magics: AgcoreMagics) -> None:
+    manager, runs = _bank()
+    ip.user_ns["manager"] = manager
+    ip.user_ns["edited"] = {"to": "u4", "amount": 7}
+    (call,) = manager.pending_calls()
+    with capture_output() as captured:
+        assert ip.run_cell(f"%agcore approve {call.interrupt_id} --args edited").success
+    assert "sent 7 to u4" in captured.stdout and runs == [("u4", 7)]
+
+
+def test_reject_with_a_reason(ip: Any, magics: AgcoreMagics) -> None:
+    manager, runs = _bank()
+    ip.user_ns["manager"] = manager
+    (call,) = manager.pending_calls()
+    out = line(ip, f'reject {call.interrupt_id} --reason "over the limit"').stdout
+    assert out.startswith("Rejected transfer (over the limit); reply: done: Rejected by a person")
+    assert "over the limit" in out and runs == []
+    assert manager.pending_calls(include_resolved=True)[0].status == "REJECTED"
+
+
+def test_approve_an_expired_call(ip: Any, magics: AgcoreMagics) -> None:
+    import time
+
+    manager, runs = _bank(timeout=0.1)
+    ip.user_ns["manager"] = manager
+    (call,) = manager.pending_calls()
+    time.sleep(0.2)
+    captured = line(ip, f"approve {call.interrupt_id}")
+    assert captured.stderr.startswith("agcore: 410 Gone: this call expired")
+    assert runs == []
+
+
+def test_approvals_panel(ip: Any, magics: AgcoreMagics) -> None:
+    manager, _ = _bank()
+    ip.user_ns["manager"] = manager
+    text = _widget(line(ip, "approvals --panel"))
+    assert text == "ApprovalPanel(1 waiting, 0 decided)"
+    for listener in list(manager._listeners):  # the displayed panel follows the manager
+        manager._listeners.remove(listener)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("approve int_nope", "agcore: no tool call 'int_nope' waits for approval in this store"),
+        ("reject int_nope", "agcore: no tool call 'int_nope' waits for approval"),
+        ("approve", "agcore: the following arguments are required: ID"),
+        ("approve int_x --args '[1]'", "agcore: --args: the arguments must be a JSON object"),
+    ],
+)
+def test_approval_command_errors_are_one_line(
+    ip: Any, magics: AgcoreMagics, command: str, expected: str
+) -> None:
+    ip.user_ns["manager"], _ = _bank()
+    captured = line(ip, command)
+    assert captured.stderr.startswith(expected), captured.stderr
+    assert captured.stderr.count("\n") == 1 and "Traceback" not in captured.stderr
+    assert captured.stdout == "" and captured.outputs == []
