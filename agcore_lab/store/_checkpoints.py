@@ -159,18 +159,22 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
 
 
 def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
+    # Plain dicts, validated once by pydantic's core (much faster than building the nested
+    # models one by one): the flat columns map onto fields by name, JSON columns are decoded.
+    session_id = row["session_id"]
     slots = {
-        slot_id: SlotRecord(
-            session_id=row["session_id"], slot_id=slot_id, head_node_id=head, **states[digest]
-        )
-        for slot_id, (head, digest) in json.loads(row["slots_json"]).items()
+        slot_id: {"session_id": session_id, "slot_id": slot_id, "head_node_id": head, **states[d]}
+        for slot_id, (head, d) in json.loads(row["slots_json"]).items()
     }
-    # The flat columns map onto the fields by name; the two JSON columns are decoded.
+    spend = {
+        model: {"usage": {"prompt_tokens": p, "completion_tokens": c, "requests": r}, "cost": cost}
+        for model, (p, c, r, cost) in json.loads(row["spend_json"]).items()
+    }
     return CkptMeta.model_validate(
         {
             **dict(row),
             "slots": slots,
-            "spend": _spend_from(row["spend_json"]),
+            "spend": spend,
             "pending": json.loads(row["pending_json"]) if row["pending_json"] else None,
         }
     )
