@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agcore_lab.llm.usage import ModelSpend, Usage
+from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
@@ -121,13 +121,6 @@ def _spend_compact(spend: dict[str, ModelSpend]) -> str:
             for model, s in spend.items()
         }
     )
-
-
-def _spend_from(text: str) -> dict[str, ModelSpend]:
-    return {
-        model: ModelSpend(usage=Usage(prompt_tokens=p, completion_tokens=c, requests=r), cost=cost)
-        for model, (p, c, r, cost) in json.loads(text).items()
-    }
 
 
 def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
