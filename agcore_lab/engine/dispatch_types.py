@@ -1,0 +1,157 @@
+"""The records of sub-agent dispatch: configuration, results, stream events, progress, and
+the siblings' shared memory. The operations are in :mod:`agcore_lab.engine.dispatch`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agcore_lab.errors import AgentRunError, InvalidInputError
+from agcore_lab.llm.usage import Usage
+from agcore_lab.store.base import Store
+
+__all__ = [
+    "ChildCreated",
+    "Completed",
+    "DispatchConfig",
+    "DispatchError",
+    "DispatchProgress",
+    "SharedMemory",
+    "SubTaskError",
+    "SubTaskResult",
+]
+
+
+class DispatchConfig(BaseModel):
+    """How sub-agents are dispatched.
+
+    Attributes:
+        max_concurrency: Children running at once in ``dispatch_all``.
+        inherit_session_memory: Give children a snapshot of the parent's memory.
+        bridge_keys: Which keys: ``None`` none, ``[]`` all, a list those keys.
+        shared_namespace: Name of the sibling-shared memory area (``shared:{ns}:``).
+        timeout: Seconds a child's task may take before it is marked timed out.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_concurrency: int = Field(default=10, ge=1)
+    inherit_session_memory: bool = True
+    bridge_keys: list[str] | None = None
+    shared_namespace: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class SubTaskResult(BaseModel):
+    """What a child hands back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    child_id: str
+    task: str = ""
+    response: str
+    usage: Usage
+    summary: str | None = None
+    status: Literal["completed"] = "completed"
+
+
+class SubTaskError(AgentRunError):
+    """A dispatched task that did not complete; it keeps its place in ``dispatch_all``'s list.
+
+    Attributes:
+        child_id: The child session (``None`` if it was never created).
+        task: The task text.
+        status: ``failed``, ``timed_out`` or ``cancelled``.
+        error: The underlying exception, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        child_id: str | None,
+        task: str,
+        status: Literal["failed", "timed_out", "cancelled"],
+        error: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, child_id=child_id, status=status)
+        self.child_id = child_id
+        self.task = task
+        self.status = status
+        self.error = error
+
+
+class ChildCreated(BaseModel):
+    """``dispatch_stream``: the child session exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["child_created"] = "child_created"
+    child_id: str
+
+
+class Completed(BaseModel):
+    """``dispatch_stream``: the child finished; its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["completed"] = "completed"
+    result: SubTaskResult
+
+
+class DispatchError(BaseModel):
+    """``dispatch_stream``: the child failed (the stream's ``Error`` event)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    kind: Literal["error"] = "error"
+    child_id: str | None
+    error: str
+
+
+@dataclasses.dataclass
+class DispatchProgress:
+    """Live counts of a ``dispatch_all`` (read it, or get it through ``on_progress``)."""
+
+    total: int
+    waiting: int
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    peak_running: int = 0
+    child_ids: list[str | None] = dataclasses.field(default_factory=list)
+    statuses: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """All tasks have an outcome."""
+        return self.done + self.failed == self.total
+
+
+class SharedMemory:
+    """Memory shared by the children of one parent: keys ``shared:{namespace}:{key}`` in the
+    parent session's memory. Reads go to the store, so siblings see each other's writes."""
+
+    def __init__(self, store: Store, parent_id: str, namespace: str) -> None:
+        if not namespace or ":" in namespace:
+            raise InvalidInputError("a shared namespace is a non-empty name without ':'")
+        self._store, self.parent_id, self.namespace = store, parent_id, namespace
+        self.prefix = f"shared:{namespace}:"
+
+    def set(self, key: str, value: JsonValue, metadata: dict[str, JsonValue] | None = None) -> None:
+        """Write ``key`` for every sibling to see."""
+        self._store.memory_set(self.parent_id, self.prefix + key, value, dict(metadata or {}))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Read ``key`` (``default`` when absent)."""
+        return self.to_dict().get(key, default)
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """Every shared key and value."""
+        return {
+            e.key[len(self.prefix) :]: e.value
+            for e in self._store.memory_entries(self.parent_id)
+            if e.key.startswith(self.prefix)
+        }
