@@ -192,7 +192,11 @@ class SessionManager(DispatchOperations):
         return session if session is not None else await self.recover(session_id)
 
     async def recover(self, session_id: str, agent: Agent | None = None) -> AgentSession:
-        """Rebuild a stored session (after a kernel restart) at its latest checkpoint.
+        """Rebuild a stored session (after a kernel restart) as last committed.
+
+        Normally that is its latest checkpoint. Turns committed after the latest checkpoint
+        are kept, and a checkpoint labelled ``recovered`` records them (when
+        ``auto_checkpoint`` is on) — recovering never throws committed work away.
 
         Args:
             session_id: The session.
@@ -214,8 +218,15 @@ class SessionManager(DispatchOperations):
                 )
         session = self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
         latest = self.store.list_checkpoints(session_id, limit=1)
-        if latest and self._differs(session, latest[0].turn_index, latest[0].slots):
-            await self.checkpointer.rollback(session_id, latest[0].ckpt_id)
+        if (
+            self.auto_checkpoint
+            and latest
+            and self._differs(session, latest[0].turn_index, latest[0].slots)
+        ):
+            # Committed turns newer than the latest checkpoint (a crash between a turn and its
+            # checkpoint, a manager without auto_checkpoint, or another kernel mid-turn) are
+            # kept, never rolled back: the timeline gets a checkpoint for them instead.
+            await self.checkpointer.checkpoint(session, "recovered", source="auto")
         self.emit("recovered", session_id)
         return session
 

@@ -87,7 +87,9 @@ def test_recover_with_an_explicit_or_an_unknown_agent(
     assert bare.submit_turn_sync(sid, "hi").reply == "explicit"
 
 
-def test_recover_returns_to_the_latest_checkpoint(make_manager: MakeManager, agent: Agent) -> None:
+def test_recover_keeps_turns_newer_than_the_latest_checkpoint(
+    make_manager: MakeManager, agent: Agent
+) -> None:
     first = make_manager()
     sid = first.create_sync(agent)
     first.submit_turn_sync(sid, "checkpointed")
@@ -99,11 +101,22 @@ def test_recover_returns_to_the_latest_checkpoint(make_manager: MakeManager, age
 
     restarted = make_manager()
     session = restarted.recover_sync(sid)
-    assert session.turn_index == 1
-    assert [m.text for m in session.messages] == ["checkpointed", "[scripted] checkpointed"]
-    assert restarted.store.get_session(sid).turn_index == 1  # type: ignore[union-attr]
+    assert session.turn_index == 2
+    assert [m.text for m in session.messages][-2:] == [
+        "never checkpointed",
+        "[scripted] never checkpointed",
+    ]
+    assert restarted.store.get_session(sid).turn_index == 2  # type: ignore[union-attr]
     newest = _ckpts(restarted, sid)[0]
-    assert (newest.source, newest.parent_ckpt_id) == ("rollback", latest.ckpt_id)
+    assert (newest.source, newest.label, newest.parent_ckpt_id) == (
+        "auto",
+        "recovered",
+        latest.ckpt_id,
+    )
+    assert newest.turn_index == 2
+    # Recovering again finds nothing new to record.
+    assert make_manager().recover_sync(sid).turn_index == 2
+    assert len(_ckpts(restarted, sid)) == len(_ckpts(first, sid))
 
 
 def test_replace(manager: SessionManager, agent: Agent) -> None:
