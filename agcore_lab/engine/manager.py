@@ -15,16 +15,15 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.agent.agent import Agent, RuntimeBundle
-from agcore_lab.agent.approval import Decision
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.engine.approvals import ApprovalManagement
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import DispatchOperations
-from agcore_lab.engine.records import EventKind, ManagerEvent, SessionNode, SessionTree
+from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 from agcore_lab.store.base import SessionRecord, Store
-from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +37,7 @@ class AgentNotFoundError(NotFoundError):
     """404: no agent of that name is registered with the manager."""
 
 
-class SessionManager(DispatchOperations):
+class SessionManager(DispatchOperations, ApprovalManagement):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:
@@ -305,35 +304,12 @@ class SessionManager(DispatchOperations):
         return record.parent_id
 
     async def tree(self, root_id: str | None = None) -> SessionTree:
-        """The session tree (all roots, or the subtree under ``root_id``)."""
-        records = self.store.list_sessions()
-        known = {r.session_id for r in records}
-        live = set(self.live_ids())
-        nodes = {
-            r.session_id: SessionNode(
-                session_id=r.session_id,
-                agent_name=r.agent_name,
-                parent_id=r.parent_id,
-                turn_index=r.turn_index,
-                cost_usd=r.cost_usd,
-                total_tokens=r.prompt_tokens + r.completion_tokens,
-                created_at=r.created_at,
-                status="live" if r.session_id in live else "stored",
-                orphan=r.parent_id is not None and r.parent_id not in known,
-            )
-            for r in records
-        }
-        roots = []
-        for node in nodes.values():
-            if node.parent_id in nodes:
-                nodes[node.parent_id].children.append(node)
-            else:
-                roots.append(node)
-        if root_id is not None:
-            if root_id not in nodes:
-                raise SessionNotFoundError("no such session in the store", session_id=root_id)
-            roots = [nodes[root_id]]
-        return SessionTree(roots=roots)
+        """The session tree (all roots, or the subtree under ``root_id``).
+
+        Raises:
+            SessionNotFoundError: ``root_id`` is not in the store.
+        """
+        return SessionTree.build(self.store.list_sessions(), set(self.live_ids()), root_id)
 
     def sessions_dataframe(self) -> pd.DataFrame:
         """One row per stored session (the ``sessions`` table, plus a ``live`` column)."""
@@ -365,61 +341,6 @@ class SessionManager(DispatchOperations):
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-
-    async def resume(
-        self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str
-    ) -> TurnResult:
-        """Decide a pending tool call and continue its turn (loading the session from the
-        store if it is not live here, e.g. after a kernel restart). See
-        :meth:`AgentSession.resume`.
-
-        A session that is not live is loaded as stored — without :meth:`recover`'s return to
-        the latest checkpoint: the pending call belongs to the stored state, and a rollback
-        here could undo the committed turn of a concurrent resume that won elsewhere.
-
-        Raises:
-            SessionNotFoundError: Unknown session (404).
-            RunNotFoundError: Unknown run or interrupt (404).
-            ConflictError: Run/interrupt mismatch or already resolved (409).
-            GoneError: The call expired (410).
-        """
-        with self._map_lock:
-            session = self._live.get(session_id)
-        if session is None:
-            session = await self.adopt(session_id)
-            self.emit("recovered", session_id)
-        try:
-            return await session.resume(run_id, interrupt_id, decision)
-        finally:  # resolved, conflicted or expired: approval views refresh either way
-            self.emit("approval", session_id, ckpt_id=None)
-
-    def pending_calls(
-        self, session_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[PendingToolCall]:
-        """Tool calls waiting for a decision (overdue ones are reported as EXPIRED)."""
-        return self.store.list_pending(session_id, include_resolved=include_resolved)
-
-    def pending_dataframe(self, *, include_resolved: bool = True) -> pd.DataFrame:
-        """Pending (and past) tool calls: session, tool, args, status, expires at, decided at."""
-        import pandas as pd
-
-        columns = [
-            "interrupt_id",
-            "session_id",
-            "run_id",
-            "tool_name",
-            "tool_args",
-            "status",
-            "created_at",
-            "expires_at",
-            "decided_at",
-            "result",
-        ]
-        rows = [
-            c.model_dump(include=set(columns))
-            for c in self.pending_calls(include_resolved=include_resolved)
-        ]
-        return pd.DataFrame(rows, columns=columns)
 
     async def checkpoint(self, session_id: str, label: str | None = None) -> str:
         """Checkpoint a session now; raises if the write fails."""
@@ -479,12 +400,6 @@ class SessionManager(DispatchOperations):
     def submit_turn_stream_sync(self, session_id: str, text: str) -> Iterator[TurnEvent]:
         """Blocking twin of :meth:`submit_turn_stream`."""
         return iterate_sync(self.submit_turn_stream(session_id, text))
-
-    def resume_sync(
-        self, session_id: str, run_id: str, interrupt_id: str, decision: Decision | str
-    ) -> TurnResult:
-        """Blocking twin of :meth:`resume`."""
-        return run_sync(self.resume(session_id, run_id, interrupt_id, decision))
 
     def checkpoint_sync(self, session_id: str, label: str | None = None) -> str:
         """Blocking twin of :meth:`checkpoint`."""

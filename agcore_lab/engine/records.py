@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agcore_lab.errors import SessionNotFoundError
 from agcore_lab.llm.messages import Message
-from agcore_lab.store.base import CkptMeta
+from agcore_lab.store.base import CkptMeta, SessionRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +83,43 @@ class SessionTree:
     """
 
     roots: list[SessionNode]
+
+    @classmethod
+    def build(
+        cls, records: list[SessionRecord], live: set[str], root_id: str | None = None
+    ) -> SessionTree:
+        """The tree of stored sessions (``live``: ids held by a manager), or the subtree
+        under ``root_id``.
+
+        Raises:
+            SessionNotFoundError: ``root_id`` is not among the records.
+        """
+        known = {r.session_id for r in records}
+        nodes = {
+            r.session_id: SessionNode(
+                session_id=r.session_id,
+                agent_name=r.agent_name,
+                parent_id=r.parent_id,
+                turn_index=r.turn_index,
+                cost_usd=r.cost_usd,
+                total_tokens=r.prompt_tokens + r.completion_tokens,
+                created_at=r.created_at,
+                status="live" if r.session_id in live else "stored",
+                orphan=r.parent_id is not None and r.parent_id not in known,
+            )
+            for r in records
+        }
+        roots = []
+        for node in nodes.values():
+            if node.parent_id in nodes:
+                nodes[node.parent_id].children.append(node)
+            else:
+                roots.append(node)
+        if root_id is not None:
+            if root_id not in nodes:
+                raise SessionNotFoundError("no such session in the store", session_id=root_id)
+            roots = [nodes[root_id]]
+        return cls(roots=roots)
 
     def walk(self) -> list[tuple[int, SessionNode]]:
         """Every node, depth first, with its depth."""
