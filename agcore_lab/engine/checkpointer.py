@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 
 from agcore_lab.aio import run_sync
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
-from agcore_lab.engine.snapshot import SessionSnapshot, SnapshotMemoryEntry, SnapshotSlot
+from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
 from agcore_lab.errors import InvalidInputError, NotFoundError
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import Message
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
@@ -325,30 +324,7 @@ class Checkpointer:
 
     async def export_snapshot(self, ckpt_id: str) -> SessionSnapshot:
         """The checkpoint's state as a self-contained, versioned :class:`SessionSnapshot`."""
-        meta = await self.get_checkpoint(ckpt_id)
-        messages: dict[str, Message] = {}
-        slots: list[SnapshotSlot] = []
-        for slot in meta.slots.values():
-            chain = self._store.load_chain(slot.head_node_id) if slot.head_node_id else []
-            for _, message in chain:
-                messages.setdefault(message.id, message)
-            settings = slot.model_dump(
-                exclude={"session_id", "head_node_id", "created_at", "updated_at"}
-            )
-            slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
-        memory = self._store.memory_entries(meta.session_id, at_version=meta.memory_version)
-        return SessionSnapshot(
-            session_id=meta.session_id,
-            agent_name=meta.agent_name,
-            turn_index=meta.turn_index,
-            current_slot_id=meta.current_slot_id,
-            last_summary_turn=meta.last_summary_turn,
-            spend=meta.spend,
-            slots=slots,
-            messages=list(messages.values()),
-            memory=[SnapshotMemoryEntry(**e.model_dump(exclude={"version"})) for e in memory],
-            ckpt_id=meta.ckpt_id,
-        )
+        return export_snapshot(self._store, await self.get_checkpoint(ckpt_id))
 
     async def import_snapshot(
         self, snapshot: SessionSnapshot | dict[str, object] | str | bytes
@@ -360,47 +336,7 @@ class Checkpointer:
                 is written then.
         """
         snap = SessionSnapshot.parse(snapshot)  # validates fully before any write
-        session_id = new_id("ses")
-        links, slots = snap.chains(session_id)
-        record = SessionRecord(
-            session_id=session_id,
-            agent_name=snap.agent_name,
-            turn_index=snap.turn_index,
-            current_slot_id=snap.current_slot_id,
-            last_summary_turn=snap.last_summary_turn,
-            spend=snap.spend,
-            metadata={"imported_from": snap.session_id},
-        )
-        store = self._store
-        store.create_session(record)
-        try:
-            store.commit(record, messages=snap.messages, links=links, slots=slots)
-            for entry in snap.memory:
-                store.memory_set(session_id, entry.key, entry.value, entry.metadata)
-            meta = CkptMeta(
-                ckpt_id=new_id("ckpt"),
-                session_id=session_id,
-                turn_index=snap.turn_index,
-                label=f"imported from {snap.session_id}",
-                source="manual",
-                agent_name=snap.agent_name,
-                current_slot_id=snap.current_slot_id,
-                last_summary_turn=snap.last_summary_turn,
-                memory_version=store.memory_version(session_id),
-                # As stored: a message already stored elsewhere gets a node of its own.
-                slots={s.slot_id: s for s in store.load_slots(session_id)},
-                spend=snap.spend,
-                message_count=next(
-                    len(s.message_ids) for s in snap.slots if s.slot_id == snap.current_slot_id
-                ),
-                prompt_tokens=record.prompt_tokens,
-                completion_tokens=record.completion_tokens,
-                cost_usd=record.cost_usd,
-            )
-            store.put_checkpoint(meta)
-        except BaseException:
-            store.delete_session(session_id)
-            raise
+        session_id = import_snapshot(self._store, snap)
         self._manager.emit("created", session_id)
         return session_id
 

@@ -19,9 +19,16 @@ from agcore_lab.errors import UnprocessableError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
-from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
+from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotMode, SlotRecord, Store
 
-__all__ = ["SNAPSHOT_VERSION", "SessionSnapshot", "SnapshotMemoryEntry", "SnapshotSlot"]
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "SessionSnapshot",
+    "SnapshotMemoryEntry",
+    "SnapshotSlot",
+    "export_snapshot",
+    "import_snapshot",
+]
 
 SNAPSHOT_VERSION: Literal[2] = 2
 # What Agent and ContextSlot accept: a snapshot must not store what cannot be loaded again.
@@ -165,3 +172,76 @@ class SessionSnapshot(BaseModel):
             settings = slot.model_dump(exclude={"message_ids"})
             slots.append(SlotRecord(session_id=session_id, head_node_id=head, **settings))
         return links, slots
+
+
+def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
+    """The state of checkpoint ``meta`` as a snapshot (chains loaded from ``store``)."""
+    messages: dict[str, Message] = {}
+    slots: list[SnapshotSlot] = []
+    for slot in meta.slots.values():
+        chain = store.load_chain(slot.head_node_id) if slot.head_node_id else []
+        for _, message in chain:
+            messages.setdefault(message.id, message)
+        settings = slot.model_dump(
+            exclude={"session_id", "head_node_id", "created_at", "updated_at"}
+        )
+        slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
+    memory = store.memory_entries(meta.session_id, at_version=meta.memory_version)
+    return SessionSnapshot(
+        session_id=meta.session_id,
+        agent_name=meta.agent_name,
+        turn_index=meta.turn_index,
+        current_slot_id=meta.current_slot_id,
+        last_summary_turn=meta.last_summary_turn,
+        spend=meta.spend,
+        slots=slots,
+        messages=list(messages.values()),
+        memory=[SnapshotMemoryEntry(**e.model_dump(exclude={"version"})) for e in memory],
+        ckpt_id=meta.ckpt_id,
+    )
+
+
+def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
+    """Write a validated snapshot into ``store`` as a new session with one checkpoint; return
+    the new session's id. A failure midway deletes what was written."""
+    session_id = new_id("ses")
+    links, slots = snap.chains(session_id)
+    record = SessionRecord(
+        session_id=session_id,
+        agent_name=snap.agent_name,
+        turn_index=snap.turn_index,
+        current_slot_id=snap.current_slot_id,
+        last_summary_turn=snap.last_summary_turn,
+        spend=snap.spend,
+        metadata={"imported_from": snap.session_id},
+    )
+    store.create_session(record)
+    try:
+        store.commit(record, messages=snap.messages, links=links, slots=slots)
+        for entry in snap.memory:
+            store.memory_set(session_id, entry.key, entry.value, entry.metadata)
+        meta = CkptMeta(
+            ckpt_id=new_id("ckpt"),
+            session_id=session_id,
+            turn_index=snap.turn_index,
+            label=f"imported from {snap.session_id}",
+            source="manual",
+            agent_name=snap.agent_name,
+            current_slot_id=snap.current_slot_id,
+            last_summary_turn=snap.last_summary_turn,
+            memory_version=store.memory_version(session_id),
+            # As stored: a message already stored elsewhere gets a node of its own.
+            slots={s.slot_id: s for s in store.load_slots(session_id)},
+            spend=snap.spend,
+            message_count=next(
+                len(s.message_ids) for s in snap.slots if s.slot_id == snap.current_slot_id
+            ),
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens,
+            cost_usd=record.cost_usd,
+        )
+        store.put_checkpoint(meta)
+    except BaseException:
+        store.delete_session(session_id)
+        raise
+    return session_id
