@@ -45,6 +45,12 @@ from agcore_lab.store._checkpoints import (
     slot_from_row,
     slot_values,
 )
+from agcore_lab.store._memory import (
+    delete_memory,
+    latest_version,
+    read_memory,
+    write_memory,
+)
 from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
 from agcore_lab.store.pending import PendingToolCall
@@ -375,17 +381,6 @@ class SqliteStore:
 
     # -- memory -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _entry_from(row: sqlite3.Row) -> MemoryEntry:
-        return MemoryEntry(
-            key=row["key"],
-            value=json.loads(row["value_json"]),
-            metadata=json.loads(row["metadata_json"]),
-            created_at=datetime.fromisoformat(row["created_at"]),
-            updated_at=datetime.fromisoformat(row["updated_at"]),
-            version=row["version"],
-        )
-
     def memory_set(
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:
@@ -396,69 +391,20 @@ class SqliteStore:
             raise InvalidInputError(
                 f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
             ) from exc
-        now = _ts(utcnow())
         with self._write() as conn:
-            version = self._next_version(conn, session_id)
-            first = conn.execute(
-                "SELECT created_at FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
-            ).fetchone()
-            created = first[0] if first else now
-            conn.execute(
-                "INSERT INTO memory_log VALUES (?,?,?,?,?,?,?,0)",
-                (session_id, version, key, value_json, metadata_json, created, now),
-            )
-        return MemoryEntry(
-            key=key,
-            value=json.loads(value_json),
-            metadata=json.loads(metadata_json),
-            created_at=datetime.fromisoformat(created),
-            updated_at=datetime.fromisoformat(now),
-            version=version,
-        )
-
-    @staticmethod
-    def _next_version(conn: sqlite3.Connection, session_id: str) -> int:
-        row = conn.execute(
-            "SELECT coalesce(max(version), 0) FROM memory_log WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        return int(row[0]) + 1
+            return write_memory(conn, session_id, key, value_json, metadata_json, _ts(utcnow()))
 
     def memory_delete(self, session_id: str, key: str) -> bool:
         """Delete ``key``; ``False`` if it was not set."""
         with self._write() as conn:
-            if not conn.execute(
-                "SELECT 1 FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
-            ).fetchone():
-                return False
-            now = _ts(utcnow())
-            conn.execute(
-                "INSERT INTO memory_log VALUES (?,?,?,NULL,'{}',?,?,1)",
-                (session_id, self._next_version(conn, session_id), key, now, now),
-            )
-            return True
+            return delete_memory(conn, session_id, key, _ts(utcnow()))
 
     def memory_entries(
         self, session_id: str, *, at_version: int | None = None
     ) -> list[MemoryEntry]:
         """Live entries sorted by key; as they were at ``at_version`` when given."""
-        limit = at_version if at_version is not None else 2**62
-        rows = self._read(
-            """
-            SELECT m.* FROM memory_log m
-            WHERE m.session_id = ? AND m.version <= ? AND m.deleted = 0
-              AND m.version = (SELECT max(version) FROM memory_log l
-                               WHERE l.session_id = m.session_id AND l.key = m.key
-                                 AND l.version <= ?)
-            ORDER BY m.key
-            """,
-            (session_id, limit, limit),
-        )
-        return [self._entry_from(r) for r in rows]
+        return self._locked_read(lambda conn: read_memory(conn, session_id, at_version))
 
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""
-        rows = self._read(
-            "SELECT coalesce(max(version), 0) AS v FROM memory_log WHERE session_id = ?",
-            (session_id,),
-        )
-        return int(rows[0]["v"])
+        return self._locked_read(lambda conn: latest_version(conn, session_id))
