@@ -520,6 +520,22 @@ def test_approve_an_expired_call(ip: Any, magics: AgcoreMagics) -> None:
     assert runs == []
 
 
+def test_a_call_that_already_ran_needs_rerun(ip: Any, magics: AgcoreMagics) -> None:
+    manager, runs = _bank()
+    ip.user_ns["manager"] = manager
+    (call,) = manager.pending_calls()
+    while_pending = manager.checkpointer.list_checkpoints_sync(call.session_id)[0]
+    line(ip, f"approve {call.interrupt_id}")
+    manager.checkpointer.rollback_sync(call.session_id, while_pending.ckpt_id)
+    (restored,) = manager.pending_calls()
+    captured = line(ip, f"approve {restored.interrupt_id}")
+    assert captured.stderr.startswith("agcore: 409 Conflict: this call already ran before")
+    assert runs == [("u2", 100)]
+    out = line(ip, f"approve {restored.interrupt_id} --rerun").stdout
+    assert out.startswith("Approved: transfer ran → sent 100 to u2")
+    assert runs == [("u2", 100), ("u2", 100)]
+
+
 def test_approvals_panel(ip: Any, magics: AgcoreMagics) -> None:
     manager, _ = _bank()
     ip.user_ns["manager"] = manager

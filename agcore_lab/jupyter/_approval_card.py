@@ -1,0 +1,152 @@
+"""One tool call in the :class:`~agcore_lab.jupyter.ApprovalPanel`: fields, buttons, editors.
+
+A card shows what it is given (:meth:`CallCard.show`) and holds the text a person is typing (the
+edited arguments, the reason for a rejection) across reloads; the panel owns the data and wires
+the buttons to its own methods.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING
+
+import ipywidgets as widgets
+
+from agcore_lab.jupyter._approval_html import (
+    render_arguments,
+    render_call_head,
+    render_outcome,
+    render_time_left,
+    render_warning,
+)
+from agcore_lab.jupyter._confirm import button
+
+if TYPE_CHECKING:
+    from agcore_lab.jupyter._approval_ops import ApprovalOutcome
+    from agcore_lab.store.pending import PendingToolCall
+
+__all__ = ["CallCard"]
+
+_HIDDEN = "none"
+_SHOWN = "flex"
+
+
+class CallCard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """The widgets of one pending (or decided) call."""
+
+    def __init__(self, call: PendingToolCall) -> None:
+        self.call = call
+        self.head_html = widgets.HTML()
+        self.time_html = widgets.HTML()
+        self.warning_html = widgets.HTML()
+        self.args_html = widgets.HTML()
+        self.approve_button = button("Approve", style="success", tooltip="Run the tool once")
+        self.edit_button = button("Edit arguments", tooltip="Change the arguments, then approve")
+        self.reject_button = button("Reject", style="danger", tooltip="Do not run the tool")
+        self.actions = widgets.HBox([self.approve_button, self.edit_button, self.reject_button])
+        self.editor = widgets.Textarea(layout=widgets.Layout(width="100%", height="9em"))
+        self.editor.add_class("agc-editor")
+        self.send_edit_button = button("Approve with these arguments", style="success")
+        self.cancel_edit_button = button("Cancel edit", tooltip="Keep the model's arguments")
+        self.editor_box = widgets.VBox(
+            [self.editor, widgets.HBox([self.send_edit_button, self.cancel_edit_button])],
+            layout=widgets.Layout(display=_HIDDEN),
+        )
+        self.reason_text = widgets.Text(
+            placeholder="Why not? The model sees this reason.",
+            layout=widgets.Layout(width="60%"),
+        )
+        self.reason_text.add_class("agc-reason")
+        self.send_reject_button = button("Confirm reject", style="danger")
+        self.cancel_reject_button = button("Cancel", tooltip="Do not reject")
+        self.reject_box = widgets.HBox(
+            [self.reason_text, self.send_reject_button, self.cancel_reject_button],
+            layout=widgets.Layout(display=_HIDDEN),
+        )
+        self.note_html = widgets.HTML()
+        self.outcome_html = widgets.HTML()
+        super().__init__(
+            [
+                self.head_html,
+                self.time_html,
+                self.warning_html,
+                self.args_html,
+                self.actions,
+                self.editor_box,
+                self.reject_box,
+                self.note_html,
+                self.outcome_html,
+            ]
+        )
+        self.add_class("agc-call")
+
+    @property
+    def editing(self) -> bool:
+        """Whether the arguments editor is open."""
+        return self.editor_box.layout.display != _HIDDEN
+
+    @property
+    def rejecting(self) -> bool:
+        """Whether the reason box is open."""
+        return self.reject_box.layout.display != _HIDDEN
+
+    def open_editor(self, text: str) -> None:
+        """Open the editor on ``text`` (kept as typed if it is open already)."""
+        if not self.editing:
+            self.editor.value = text
+        self.close_reject()
+        self.editor_box.layout.display = _SHOWN
+
+    def close_editor(self) -> None:
+        """Hide the editor."""
+        self.editor_box.layout.display = _HIDDEN
+
+    def open_reject(self) -> None:
+        """Show the reason box."""
+        self.close_editor()
+        self.reject_box.layout.display = _SHOWN
+
+    def close_reject(self) -> None:
+        """Hide the reason box."""
+        self.reject_box.layout.display = _HIDDEN
+
+    def show(
+        self,
+        call: PendingToolCall,
+        outcome: ApprovalOutcome | None,
+        note: str | None,
+        *,
+        busy: bool,
+    ) -> None:
+        """Show ``call`` with its outcome (decided) or its inline note (still pending)."""
+        self.call = call
+        waiting = call.status == "PENDING_APPROVAL" and outcome is None
+        self.head_html.value = render_call_head(call)
+        self.warning_html.value = render_warning(call) if waiting else ""
+        self.args_html.value = render_arguments(call)
+        self.actions.layout.display = _SHOWN if waiting else _HIDDEN
+        for b in (
+            self.approve_button,
+            self.edit_button,
+            self.reject_button,
+            self.send_edit_button,
+            self.send_reject_button,
+        ):
+            b.disabled = busy or not waiting
+        if not waiting:
+            self.close_editor()
+            self.close_reject()
+        self.note_html.value = (
+            f'<div class="agc-error agc-note-line">{escape(note)}</div>' if note else ""
+        )
+        self.outcome_html.value = render_outcome(outcome)
+        self.tick()
+        if waiting:
+            self.remove_class("agc-call-done")
+        else:
+            self.add_class("agc-call-done")
+
+    def tick(self) -> None:
+        """Refresh the time left (setting an unchanged value sends nothing)."""
+        done = self.outcome_html.value != "" and self.call.status == "PENDING_APPROVAL"
+        self.time_html.value = "" if done else render_time_left(self.call)

@@ -1,0 +1,193 @@
+"""HTML for pending tool calls and their outcomes; every value goes through ``escape``.
+
+Tool arguments, results and replies come from models and users: they are shown as text (the
+arguments as indented JSON), never as markup. :data:`APPROVAL_STYLE` adds the rules the
+approval panel and the dispatch monitor need to the shared theme (:mod:`._theme`), scoped
+under ``.agc-view`` like the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import TYPE_CHECKING
+
+from agcore_lab.jupyter._approval_ops import ApprovalOutcome, time_left
+from agcore_lab.jupyter._session_html import full_time
+
+if TYPE_CHECKING:
+    from agcore_lab.store.pending import PendingToolCall
+
+__all__ = [
+    "APPROVAL_STYLE",
+    "arguments_json",
+    "render_arguments",
+    "render_call_head",
+    "render_calls_table",
+    "render_outcome",
+    "render_time_left",
+    "render_warning",
+]
+
+MAX_ARGS_CHARS = 4000
+
+APPROVAL_STYLE = """<style>
+.agc-view .agc-call {
+  border: 1px solid var(--jp-border-color2, #e0e0e0);
+  border-left: 3px solid var(--jp-warn-color1, #f57c00);
+  border-radius: 3px;
+  padding: 4px 8px;
+  margin: 4px 0;
+}
+.agc-view .agc-call.agc-call-done { border-left-color: var(--jp-border-color1, #bdbdbd); }
+.agc-view pre.agc-args, .agc-view pre.agc-result {
+  margin: 2px 0;
+  padding: 3px 6px;
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 12px);
+  background: var(--jp-layout-color2, #eeeeee);
+  color: var(--jp-ui-font-color1, #1f1f1f);
+}
+.agc-view .agc-time-left { color: var(--jp-ui-font-color2, #555); }
+.agc-view .agc-time-left.agc-expired { color: var(--jp-error-color1, #c62828); }
+.agc-view .agc-warning {
+  padding: 3px 6px;
+  color: var(--jp-ui-font-color1, #1f1f1f);
+  background: color-mix(in srgb, var(--jp-warn-color2, #ffe082) 40%, transparent);
+  border-left: 3px solid var(--jp-warn-color1, #f9a825);
+}
+.agc-view .agc-outcome {
+  padding: 3px 6px;
+  border-left: 3px solid var(--jp-success-color1, #2e7d32);
+}
+.agc-view .agc-outcome-rejected, .agc-view .agc-outcome-resolved {
+  border-left-color: var(--jp-border-color1, #bdbdbd);
+}
+.agc-view .agc-outcome-conflict, .agc-view .agc-outcome-expired,
+.agc-view .agc-outcome-not_found, .agc-view .agc-outcome-invalid,
+.agc-view .agc-outcome-failed {
+  border-left-color: var(--jp-error-color1, #c62828);
+  color: var(--jp-error-color1, #c62828);
+}
+.agc-view .agc-reply { white-space: pre-wrap; overflow-wrap: anywhere; }
+.agc-view .agc-badge {
+  display: inline-block;
+  padding: 0 5px;
+  border-radius: 8px;
+  font-size: var(--jp-ui-font-size0, 11px);
+  color: var(--jp-ui-inverse-font-color1, #fff);
+  background: var(--jp-layout-color4, #757575);
+}
+.agc-view .agc-badge-PENDING_APPROVAL, .agc-view .agc-badge-running {
+  background: var(--jp-warn-color1, #f57c00);
+}
+.agc-view .agc-badge-EXECUTED, .agc-view .agc-badge-completed {
+  background: var(--jp-success-color1, #2e7d32);
+}
+.agc-view .agc-badge-EXPIRED, .agc-view .agc-badge-failed, .agc-view .agc-badge-timed_out,
+.agc-view .agc-badge-cancelled {
+  background: var(--jp-error-color1, #c62828);
+}
+.agc-view .agc-counts { margin-left: 8px; }
+</style>"""
+
+
+def arguments_json(arguments: object) -> str:
+    """Arguments as indented JSON (the text the editor starts from)."""
+    return json.dumps(arguments, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def render_arguments(call: PendingToolCall) -> str:
+    """The call's arguments as escaped, indented JSON."""
+    text = arguments_json(call.tool_args)
+    if len(text) > MAX_ARGS_CHARS:
+        text = text[:MAX_ARGS_CHARS] + f"\n… ({len(text) - MAX_ARGS_CHARS} more characters)"
+    return f'<pre class="agc-args">{escape(text)}</pre>'
+
+
+def badge(status: str) -> str:
+    """A coloured status label."""
+    return f'<span class="agc-badge agc-badge-{escape(status)}">{escape(status)}</span>'
+
+
+def render_call_head(call: PendingToolCall) -> str:
+    """Tool, status, session, run and interrupt of one call."""
+    return (
+        f'<div class="agc-call-head"><b class="agc-tool">{escape(call.tool_name)}</b> '
+        f"{badge(call.status)} · session <code>{escape(call.session_id)}</code> · "
+        f'<span class="agc-meta">run {escape(call.run_id)} · interrupt '
+        f"<code>{escape(call.interrupt_id)}</code> · asked {full_time(call.created_at)} UTC"
+        "</span></div>"
+    )
+
+
+def render_time_left(call: PendingToolCall) -> str:
+    """Time left until expiry, refreshed by the panel's countdown."""
+    if call.status not in ("PENDING_APPROVAL", "EXPIRED"):
+        return ""
+    left = time_left(call)
+    css = "agc-time-left agc-expired" if left == "expired" else "agc-time-left"
+    until = f" (at {full_time(call.expires_at)} UTC)" if call.expires_at is not None else ""
+    return f'<span class="{css}">{escape(left)}{escape(until)}</span>'
+
+
+def render_warning(call: PendingToolCall) -> str:
+    """The warning for a call restored by a rollback whose original already ran."""
+    if not call.previously_executed:
+        return ""
+    original = call.previous_interrupt_id or "an earlier interrupt"
+    return (
+        '<div class="agc-warning">⚠ This call already ran once, before a rollback (as '
+        f"{escape(original)}). Approving runs the tool again — you will be asked to confirm."
+        "</div>"
+    )
+
+
+def render_outcome(outcome: ApprovalOutcome | None) -> str:
+    """How a decision ended: a line, then the tool's result and the turn's reply."""
+    if outcome is None:
+        return ""
+    parts = [f'<div class="agc-outcome-line">{escape(outcome.title or outcome.text)}</div>']
+    if outcome.tool_result is not None:
+        parts.append(
+            '<div class="agc-meta">tool result</div>'
+            f'<pre class="agc-result">{escape(outcome.tool_result)}</pre>'
+        )
+    if outcome.reply is not None and outcome.waiting_again is None:
+        parts.append(
+            '<div class="agc-meta">reply</div>'
+            f'<div class="agc-reply">{escape(outcome.reply) or "<i>(empty)</i>"}</div>'
+        )
+    if outcome.waiting_again is not None:
+        parts.append(
+            '<div class="agc-meta">the turn waits again for a decision: '
+            f"{escape(outcome.waiting_again)}</div>"
+        )
+    return (
+        f'<div class="agc-outcome agc-outcome-{escape(outcome.kind)}" '
+        f'data-kind="{escape(outcome.kind)}">{"".join(parts)}</div>'
+    )
+
+
+def render_calls_table(
+    calls: Sequence[PendingToolCall], outcomes: dict[str, ApprovalOutcome]
+) -> str:
+    """The calls as one table (the static fallback for nbviewer and exported HTML)."""
+    if not calls:
+        return '<div class="agc-status">no tool calls waiting for approval</div>'
+    heads = "".join(
+        f"<th>{h}</th>" for h in ("tool", "arguments", "session", "status", "time left", "outcome")
+    )
+    rows = []
+    for call in calls:
+        outcome = outcomes.get(call.interrupt_id)
+        rows.append(
+            f"<tr><td><b>{escape(call.tool_name)}</b></td><td>{render_arguments(call)}</td>"
+            f"<td><code>{escape(call.session_id)}</code></td><td>{badge(call.status)}</td>"
+            f"<td>{render_time_left(call)}</td>"
+            f"<td>{escape(outcome.text) if outcome is not None else ''}</td></tr>"
+        )
+    return f'<table class="agc-table agc-calls"><tr>{heads}</tr>{"".join(rows)}</table>'

@@ -1,0 +1,389 @@
+"""``DispatchMonitor``: run a ``dispatch_all`` from a cell and watch it, with a Cancel button.
+
+A thin view over :meth:`SessionManager.dispatch_all`: the monitor starts it on agcore_lab's
+background loop (the notebook stays responsive), shows its ``on_progress`` counts as a progress
+bar and a paged task table, and embeds a :class:`~agcore_lab.jupyter.SessionTreeBrowser` in which
+the child sessions appear and finish live. **Cancel** cancels the future that
+:func:`agcore_lab.aio.submit` returned for the dispatch: the running children stop cleanly, the
+unfinished tasks show ``cancelled``, and the finished ones keep their results and checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import html
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import ipywidgets as widgets
+
+from agcore_lab.aio import bridge_loop
+from agcore_lab.engine.dispatch import DispatchConfig, DispatchProgress, SubTaskError, SubTaskResult
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.jupyter._approval_html import APPROVAL_STYLE
+from agcore_lab.jupyter._confirm import button
+from agcore_lab.jupyter._dispatch_html import TaskRow, count_statuses, render_counts, render_tasks
+from agcore_lab.jupyter._tasks import BackgroundTask
+from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter._view import ManagerView
+from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from agcore_lab.agent.agent import Agent
+    from agcore_lab.engine.manager import SessionManager
+
+__all__ = ["DispatchMonitor"]
+
+logger = logging.getLogger("agcore_lab")
+Outcome = Literal["running", "completed", "cancelled", "failed"]
+_BAR_STYLE = {"running": "info", "cancelled": "danger", "failed": "danger"}
+
+
+class DispatchMonitor(ManagerView):
+    """Start ``manager.dispatch_all(parent_id, tasks, config)`` and show its progress live.
+
+    Shows a progress bar (finished of all tasks), the counts — waiting, running, done, failed,
+    cancelled, and the peak of concurrently running children — a paged table of the tasks with
+    their status and child session, and (``tree=True``) the session tree, where the children
+    appear and finish as they run. **Cancel** stops the dispatch.
+
+    Args:
+        manager: The session manager.
+        parent_id: The parent session of the children.
+        tasks: ``(sub_agent, task_text)`` pairs.
+        config: The ``DispatchConfig`` (concurrency limit, memory bridging, timeout).
+        tree: Embed a ``SessionTreeBrowser`` (``monitor.tree_browser``).
+        page_size: Tasks per page of the table.
+        display: Display the monitor at once (so ``monitor = DispatchMonitor(...)`` shows it).
+        on_progress: Also called with the engine's ``DispatchProgress`` at every change.
+
+    Raises:
+        SessionNotFoundError: No such parent session.
+        InvalidInputError: ``tasks`` are not ``(sub_agent, task_text)`` pairs.
+
+    Example:
+        >>> from agcore_lab import Agent, DispatchConfig, ScriptedModel, SessionManager
+        >>> manager = SessionManager()
+        >>> lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+        >>> worker = Agent(name="worker", model=ScriptedModel(lambda messages: "ok"))
+        >>> monitor = DispatchMonitor(manager, lead, [(worker, f"task {i}") for i in range(4)],
+        ...                           DispatchConfig(max_concurrency=2), display=False)
+        >>> [r.response for r in monitor.results()]
+        ['ok', 'ok', 'ok', 'ok']
+        >>> monitor.outcome, monitor.bar.value, monitor.counts["done"]
+        ('completed', 4, 4)
+        >>> monitor.close()
+
+    Notes:
+        Progress arrives on agcore_lab's background loop; the monitor only schedules a redraw
+        from it. ``monitor.wait()`` blocks until the dispatch ended and the view caught up;
+        ``monitor.results()`` waits, then returns the results in input order.
+    """
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        parent_id: str,
+        tasks: Iterable[tuple[Agent, str]],
+        config: DispatchConfig | None = None,
+        *,
+        tree: bool = True,
+        page_size: int = 20,
+        display: bool = True,
+        on_progress: Callable[[DispatchProgress], None] | None = None,
+    ) -> None:
+        manager.require_stored(parent_id)
+        pairs = list(tasks)
+        if not all(isinstance(t, tuple | list) and len(t) == 2 for t in pairs):
+            raise InvalidInputError("tasks are (sub_agent, task_text) pairs")
+        super().__init__(manager, page_size=page_size, prev_label="◀ Prev", next_label="Next ▶")
+        self.parent_id = parent_id
+        self.tasks: list[tuple[Agent, str]] = [(a, t) for a, t in pairs]
+        self.config = config or DispatchConfig()
+        n = len(self.tasks)
+        self.progress = DispatchProgress(
+            total=n, waiting=n, child_ids=[None] * n, statuses=["waiting"] * n
+        )
+        self.outcome: Outcome = "running"
+        self.error: BaseException | None = None
+        self.elapsed: float | None = None
+        self._results: list[SubTaskResult | SubTaskError] | None = None
+        self._live: DispatchProgress | None = None
+        self._user_progress = on_progress
+        self._began = False
+        self._cancelling = False
+        self._settled = threading.Event()
+        self._t0 = time.monotonic()
+
+        self.style_html.value = style_tag() + APPROVAL_STYLE
+        self.bar = widgets.IntProgress(value=0, min=0, max=max(1, n), description=f"0/{n}")
+        self.bar.add_class("agc-dispatch-bar")
+        self.counts_html = widgets.HTML()
+        self.cancel_button = button("Cancel", style="danger", tooltip="Stop the unfinished tasks")
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.table_html = widgets.HTML()
+        self.tree_browser = SessionTreeBrowser(manager) if tree else None
+        row = widgets.Layout(flex_flow="row wrap", align_items="center")
+        self.children = [
+            self.style_html,
+            self.header_html,
+            widgets.HBox([self.bar, self.counts_html, self.cancel_button], layout=row),
+            self.status_html,
+            self.error_html,
+            self.table_html,
+            widgets.HBox([self.prev_button, self.page_html, self.next_button], layout=row),
+            *([self.tree_browser] if self.tree_browser is not None else []),
+        ]
+        self.add_class("agc-dispatch-monitor")
+        self._loader(self._snapshot, self._loaded)
+        self._render()
+        self.dispatch_task: BackgroundTask[list[SubTaskResult | SubTaskError]] = BackgroundTask(
+            self._run(), on_success=self._succeeded, on_error=self._failed
+        )
+        if self.tree_browser is not None:
+            self.tree_browser.select(parent_id)
+        if display:
+            from IPython.display import display as show
+
+            show(self)
+
+    # -- the dispatch -------------------------------------------------------------------------
+
+    async def _run(self) -> list[SubTaskResult | SubTaskError]:
+        self._began = True
+        try:
+            results = await self.manager.dispatch_all(
+                self.parent_id, self.tasks, self.config, on_progress=self._progressed
+            )
+            self.outcome = "completed"
+            return results
+        except asyncio.CancelledError:
+            self.outcome = "cancelled"
+            raise
+        except BaseException:
+            self.outcome = "failed"
+            raise
+        finally:
+            self.elapsed = time.monotonic() - self._t0
+            self.refresh()
+            self._settled.set()
+
+    def _progressed(self, progress: DispatchProgress) -> None:
+        # On the background loop, inside dispatch_all: schedule a redraw, never block.
+        self._live = progress
+        self.refresh()
+        if self._user_progress is not None:
+            try:
+                self._user_progress(progress)
+            except Exception:  # a watcher's bug must not break the dispatch
+                logger.exception("on_progress callback failed")
+
+    def _succeeded(self, results: list[SubTaskResult | SubTaskError]) -> None:
+        self._results = results
+        self._render()
+
+    def _failed(self, exc: BaseException) -> None:
+        if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
+            # Cancelled before the coroutine ever ran? Decide on the loop, behind anything the
+            # cancellation queued there (two hops: after the task's first step, if any).
+            loop = bridge_loop()
+            loop.call_soon_threadsafe(loop.call_soon, self._settle_unstarted)
+            return
+        self.error = exc
+        self.show_error(exc)
+        self._render()
+
+    def _settle_unstarted(self) -> None:
+        if self._began:
+            return  # _run's own cleanup reports the end
+        with self._lock:
+            self.outcome = "cancelled"
+            self.elapsed = time.monotonic() - self._t0
+            self.progress.statuses = ["cancelled"] * self.progress.total
+            self._settled.set()
+            self._render()
+
+    def cancel(self) -> bool:
+        """Cancel the dispatch: running children stop, unfinished tasks become ``cancelled``.
+
+        Returns ``False`` when the dispatch had already ended.
+        """
+        if self.outcome != "running" or self._settled.is_set():
+            return False
+        self._cancelling = True
+        self._render()
+        return self.dispatch_task.cancel()
+
+    # -- loading and waiting ------------------------------------------------------------------
+
+    async def _snapshot(self) -> DispatchProgress | None:
+        live = self._live
+        if live is None:
+            return None
+        return dataclasses.replace(
+            live, child_ids=list(live.child_ids), statuses=list(live.statuses)
+        )
+
+    def _loaded(self, snapshot: DispatchProgress | None) -> None:
+        with self._lock:
+            if snapshot is not None:
+                self.progress = snapshot
+            self._render()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the dispatch ended and the view (and its tree) caught up; ``False`` on
+        timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        if not self._settled.wait(left()) or not self.dispatch_task.wait(left()):
+            return False
+        if not all(loader.wait(left()) for loader in self._loaders):
+            return False
+        browser = self.tree_browser
+        rest = left()
+        return browser is None or browser.wait(30.0 if rest is None else rest)
+
+    def results(self, timeout: float | None = None) -> list[SubTaskResult | SubTaskError]:
+        """Wait for the dispatch; its results in input order (a failed or timed-out task keeps
+        its place as a ``SubTaskError``).
+
+        Raises:
+            TimeoutError: Still running after ``timeout`` seconds.
+            concurrent.futures.CancelledError: The dispatch was cancelled (what finished is in
+                :meth:`to_dataframe` and in the store).
+        """
+        if not self.wait(timeout):
+            raise TimeoutError(f"the dispatch is still running after {timeout} s")
+        if self.outcome == "cancelled":
+            raise concurrent.futures.CancelledError(
+                "the dispatch was cancelled; monitor.to_dataframe() shows what finished"
+            )
+        if self.error is not None:
+            raise self.error
+        return list(self._results or [])
+
+    # -- what is shown ------------------------------------------------------------------------
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """``waiting``, ``running``, ``done``, ``failed`` and ``cancelled`` tasks now."""
+        return count_statuses(self.progress.statuses)
+
+    def _row_count(self) -> int:
+        return len(self.tasks)
+
+    def rows(self) -> list[TaskRow]:
+        """Every task, as shown in the table."""
+        p = self.progress
+        return [
+            TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i])
+            for i, (agent, text) in enumerate(self.tasks)
+        ]
+
+    def page_rows(self) -> Sequence[TaskRow]:
+        """The tasks on the current page."""
+        start = self.page * self.page_size
+        return self.rows()[start : start + self.page_size]
+
+    def _status_text(self, counts: dict[str, int]) -> str:
+        elapsed = self.elapsed if self.elapsed is not None else time.monotonic() - self._t0
+        tally = f"{counts['done']} completed, {counts['failed']} failed"
+        if self.outcome == "completed":
+            return f"Done in {elapsed:.2f} s: {tally}."
+        if self.outcome == "cancelled":
+            return (
+                f"Cancelled after {elapsed:.2f} s: {tally}, {counts['cancelled']} cancelled. "
+                "Finished children keep their results and checkpoints."
+            )
+        if self.outcome == "failed":
+            return f"The dispatch failed after {elapsed:.2f} s ({tally} before it stopped)."
+        if self._cancelling:
+            return "Cancelling: the running children are being stopped…"
+        return f"Running for {elapsed:.1f} s: {tally} so far."
+
+    def _header(self) -> str:
+        return (
+            '<div class="agc-head"><b>Dispatch</b> from '
+            f"<code>{html.escape(self.parent_id)}</code> · "
+            f"{len(self.tasks)} tasks · at most {self.config.max_concurrency} at once</div>"
+        )
+
+    def _render(self) -> None:
+        with self._lock:
+            self._render_paging()
+            counts = self.counts
+            total = self.progress.total
+            finished = total - counts["waiting"] - counts["running"]
+            self.bar.max = max(1, total)
+            self.bar.value = finished
+            self.bar.description = f"{finished}/{total}"
+            style = _BAR_STYLE.get(self.outcome, "success")
+            self.bar.bar_style = "warning" if style == "success" and counts["failed"] else style
+            self.counts_html.value = render_counts(counts, self.progress.peak_running)
+            self.table_html.value = render_tasks(self.page_rows())
+            self.header_html.value = self._header()
+            self.cancel_button.disabled = self.outcome != "running" or self._cancelling
+            self.set_status(self._status_text(counts))
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per task: agent, task, status, child session, response and summary (the
+        child's ``result_summary``), as far as the dispatch got."""
+        import pandas as pd
+
+        by_index = dict(enumerate(self._results or []))
+        records = []
+        for row in self.rows():
+            result = by_index.get(row.index)
+            response = result.response if isinstance(result, SubTaskResult) else None
+            summary: Any = result.summary if isinstance(result, SubTaskResult) else None
+            if summary is None and row.status == "completed" and row.child_id is not None:
+                summary = self.manager.child_memory(row.child_id).get("result_summary")
+            error = str(result) if isinstance(result, SubTaskError) else None
+            records.append(
+                {
+                    "task": row.task,
+                    "agent": row.agent_name,
+                    "status": row.status,
+                    "child_id": row.child_id,
+                    "response": response,
+                    "summary": summary,
+                    "error": error,
+                }
+            )
+        columns = ["task", "agent", "status", "child_id", "response", "summary", "error"]
+        return pd.DataFrame(records, columns=columns)
+
+    # -- lifetime and reprs -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop following the dispatch (it keeps running; :meth:`cancel` stops it) and close."""
+        browser = getattr(self, "tree_browser", None)
+        if browser is not None:
+            browser.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (
+            f"DispatchMonitor({len(self.tasks)} tasks: {c['done']} done, {c['failed']} failed, "
+            f"{c['running']} running, {c['waiting']} waiting, {c['cancelled']} cancelled; "
+            f"{self.outcome})"
+        )
+
+    def _repr_html_(self) -> str:
+        # Static fallback for nbviewer / exported HTML.
+        return (
+            f'{style_tag()}{APPROVAL_STYLE}<div class="agc-view">{self._header()}'
+            f"{render_counts(self.counts, self.progress.peak_running)}"
+            f"{render_tasks(self.page_rows())}</div>"
+        )
