@@ -84,7 +84,61 @@ from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall, SessionState
 
 if TYPE_CHECKING:
+    from agcore_lab.kg import (
+        EntityNotFoundError,
+        GraphEntity,
+        GraphRelation,
+        InMemoryGraph,
+        KnowledgeGraph,
+        RelationDirection,
+        ScoredEntity,
+        SqliteGraph,
+        TagConstraints,
+        from_triples,
+    )
     from agcore_lab.llm.openai import OpenAIChatModel
+    from agcore_lab.rag import (
+        Document,
+        HashingEmbedding,
+        InMemoryVectorStore,
+        MockEmbedding,
+        OpenAIEmbedding,
+        RagPipeline,
+        RecursiveCharacterSplitter,
+        SentenceTransformerEmbedding,
+        SqliteVectorStore,
+    )
+
+# Loaded on first use: numpy (and, when used, scikit-learn or httpx) stay out of the import.
+_LAZY_RAG = frozenset(
+    {
+        "Document",
+        "HashingEmbedding",
+        "InMemoryVectorStore",
+        "MockEmbedding",
+        "OpenAIEmbedding",
+        "RagPipeline",
+        "RecursiveCharacterSplitter",
+        "SentenceTransformerEmbedding",
+        "SqliteVectorStore",
+    }
+)
+
+# Loaded on first use: networkx (and pandas, when used) stay out of the import.
+_LAZY_KG = frozenset(
+    {
+        "EntityNotFoundError",
+        "GraphEntity",
+        "GraphRelation",
+        "InMemoryGraph",
+        "KnowledgeGraph",
+        "RelationDirection",
+        "ScoredEntity",
+        "SqliteGraph",
+        "TagConstraints",
+        "from_triples",
+    }
+)
 
 __version__ = "0.1.0"
 
@@ -109,24 +163,39 @@ __all__ = [
     "DispatchConfig",
     "DispatchError",
     "DispatchProgress",
+    "Document",
+    "EntityNotFoundError",
     "GoneError",
+    "GraphEntity",
+    "GraphRelation",
+    "HashingEmbedding",
+    "InMemoryGraph",
+    "InMemoryVectorStore",
     "InvalidInputError",
+    "KnowledgeGraph",
     "ManagerEvent",
     "MaxToolRoundsError",
     "MergePreview",
     "MergeStrategy",
     "Message",
+    "MockEmbedding",
     "ModelError",
     "ModelPrice",
     "NotFoundError",
     "OpenAIChatModel",
+    "OpenAIEmbedding",
     "PendingToolCall",
     "PriceTable",
     "PruneReport",
+    "RagPipeline",
+    "RecursiveCharacterSplitter",
     "Reject",
+    "RelationDirection",
     "RunNotFoundError",
     "RuntimeBundle",
+    "ScoredEntity",
     "ScriptedModel",
+    "SentenceTransformerEmbedding",
     "SessionManager",
     "SessionMemory",
     "SessionNode",
@@ -138,13 +207,16 @@ __all__ = [
     "SlotDiff",
     "SlotMode",
     "SlotNotFoundError",
+    "SqliteGraph",
     "SqliteStore",
+    "SqliteVectorStore",
     "StorageError",
     "Store",
     "SubTaskError",
     "SubTaskResult",
     "SummaryConfig",
     "SystemMessage",
+    "TagConstraints",
     "TextDelta",
     "Tool",
     "ToolCall",
@@ -160,6 +232,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "diff_slots",
+    "from_triples",
     "load_ipython_extension",
 ]
 
@@ -169,6 +242,14 @@ def __getattr__(name: str) -> Any:
         from agcore_lab.llm.openai import OpenAIChatModel
 
         return OpenAIChatModel
+    if name in _LAZY_RAG:
+        from agcore_lab import rag
+
+        return getattr(rag, name)
+    if name in _LAZY_KG:
+        from agcore_lab import kg
+
+        return getattr(kg, name)
     raise AttributeError(f"module 'agcore_lab' has no attribute {name!r}")
 
 

@@ -3,7 +3,8 @@
 Runs fully offline on ``ScriptedModel`` and a SQLite file in the working directory: a session
 with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, a
 session tree with checkpoints, a fork from a checkpoint and a rollback, a tool call approved by
-a person (from code), sub-agents dispatched in parallel, and a printed report.
+a person (from code), sub-agents dispatched in parallel, retrieval over a few notes (split,
+embedded offline, stored in the same file), and a printed report.
 Running it again adds new sessions to the same file.
 """
 
@@ -93,6 +94,8 @@ class DemoReport:
     fork_reply: str = ""
     approval_reply: str = ""
     dispatched: int = 0
+    rag_chunks: int = 0
+    rag_answers: dict[str, list[str]] = field(default_factory=dict)
     turns: int = 0
     tokens: int = 0
     cost: float = 0.0
@@ -142,10 +145,15 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     report.cost = session.cost_so_far
     _time_travel(store, report, out)
     _approval_and_dispatch(store, report, out)
+    from agcore_lab.rag.demo_step import rag_demo_step  # lazy: scikit-learn loads here
+
+    out("\n8. Retrieval over a few notes")
+    rag = rag_demo_step(store, out)
+    report.rag_chunks, report.rag_answers = rag["chunks"], rag["answers"]
     report.sessions_in_store = len(store.list_sessions())
     store.close()
 
-    out("\n8. Report")
+    out("\n9. Report")
     out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
@@ -154,6 +162,7 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
     out(f"  session tree: {report.tree_sizes}   checkpoints of the writer: {report.checkpoints}")
     out(f"  approved transfer: {report.approval_reply}   sub-agent results: {report.dispatched}")
+    out(f"  chunks in the vector store: {report.rag_chunks}")
     out(f"  sessions in {db_path}: {report.sessions_in_store}")
     return report
 

@@ -3,23 +3,27 @@
 ``%load_ext agcore_lab`` registers the ``%agcore`` magics (:mod:`agcore_lab.jupyter.magics`).
 Widgets load on first use, so loading the extension stays fast::
 
-    from agcore_lab.jupyter import (ApprovalPanel, CheckpointTimeline, DispatchMonitor,
-                                    SessionTreeBrowser, SlotDiffViewer)
+    from agcore_lab.jupyter import (ApprovalPanel, CheckpointTimeline, ChunkInspector,
+                                    DispatchMonitor, SessionTreeBrowser, SlotDiffViewer)
     SlotDiffViewer(session, "main", "alt")
     SessionTreeBrowser(manager)
     CheckpointTimeline(manager, session_id)
     ApprovalPanel(manager)
     monitor = DispatchMonitor(manager, parent_id, tasks, config)
+    ChunkInspector(text)
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agcore_lab.jupyter.approval_panel import ApprovalPanel
+    from agcore_lab.jupyter.chunk_inspector import ChunkInspector
     from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
     from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
+    from agcore_lab.jupyter.ingest_progress import IngestProgressBar
     from agcore_lab.jupyter.magics import AgcoreMagics
     from agcore_lab.jupyter.timeline import CheckpointTimeline
     from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
@@ -28,38 +32,30 @@ __all__ = [
     "AgcoreMagics",
     "ApprovalPanel",
     "CheckpointTimeline",
+    "ChunkInspector",
     "DispatchMonitor",
+    "IngestProgressBar",
     "SessionTreeBrowser",
     "SlotDiffViewer",
     "load_ipython_extension",
 ]
 
+# Public name -> the module that defines it, imported on first access.
+_LAZY = {
+    "AgcoreMagics": "magics",
+    "ApprovalPanel": "approval_panel",
+    "CheckpointTimeline": "timeline",
+    "ChunkInspector": "chunk_inspector",
+    "DispatchMonitor": "dispatch_monitor",
+    "IngestProgressBar": "ingest_progress",
+    "SessionTreeBrowser": "tree_browser",
+    "SlotDiffViewer": "diff_viewer",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "ApprovalPanel":
-        from agcore_lab.jupyter.approval_panel import ApprovalPanel
-
-        return ApprovalPanel
-    if name == "DispatchMonitor":
-        from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
-
-        return DispatchMonitor
-    if name == "SessionTreeBrowser":
-        from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
-
-        return SessionTreeBrowser
-    if name == "CheckpointTimeline":
-        from agcore_lab.jupyter.timeline import CheckpointTimeline
-
-        return CheckpointTimeline
-    if name == "SlotDiffViewer":
-        from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
-
-        return SlotDiffViewer
-    if name == "AgcoreMagics":
-        from agcore_lab.jupyter.magics import AgcoreMagics
-
-        return AgcoreMagics
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"agcore_lab.jupyter.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'agcore_lab.jupyter' has no attribute {name!r}")
 
 

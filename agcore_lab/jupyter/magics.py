@@ -210,6 +210,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
             "approvals": self._approvals,
             "approve": self._approve,
             "reject": self._reject,
+            "chunks": self._chunks,
             "help": self._help,
         }
         try:
@@ -316,8 +317,15 @@ class AgcoreMagics(ApprovalCommands, Magics):
 
         display(SlotDiffViewer(session, args.left, args.right))
 
+    def _chunks(self, rest: str, _cell: str | None) -> None:
+        from agcore_lab.jupyter._rag_magics import chunks_command
+
+        display(chunks_command(self.shell, rest))
+
     def _help(self, _rest: str, _cell: str | None) -> None:
-        print(HELP)
+        from agcore_lab.jupyter._rag_magics import CHUNKS_HELP
+
+        print(HELP + "\n\n" + CHUNKS_HELP.rstrip())
 
 
 def load_ipython_extension(ipython: Any) -> None:

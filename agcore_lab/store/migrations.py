@@ -16,6 +16,8 @@ from collections.abc import Callable
 from agcore_lab.errors import StorageError
 from agcore_lab.store._approvals import APPROVAL_SCHEMA
 from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
+from agcore_lab.store._graph import GRAPH_SCHEMA
+from agcore_lab.store._vectors import VECTOR_SCHEMA
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -119,10 +121,20 @@ def _m003_approvals(conn: sqlite3.Connection) -> None:
     _run(conn, APPROVAL_SCHEMA)
 
 
+def _m004_vectors(conn: sqlite3.Connection) -> None:
+    _run(conn, VECTOR_SCHEMA)
+
+
+def _m005_graph(conn: sqlite3.Connection) -> None:
+    _run(conn, GRAPH_SCHEMA)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
     _m003_approvals,
+    _m004_vectors,
+    _m005_graph,
 ]
 
 

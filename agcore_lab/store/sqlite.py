@@ -138,6 +138,40 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 raise StorageError(f"read failed: {exc}", path=self.path) from exc
 
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction on the store's connection, for code that keeps its own tables
+        (such as :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore`).
+
+        ``write=True`` takes the write lock at once (``BEGIN IMMEDIATE``); ``write=False``
+        reads one consistent snapshot. The store's lock is held throughout; the transaction
+        commits when the block ends and rolls back if it raises. Driver errors are raised
+        as :class:`~agcore_lab.errors.StorageError`.
+
+        Example:
+            >>> store = SqliteStore(":memory:")
+            >>> with store.transaction(write=False) as conn:
+            ...     conn.execute("select count(*) from sessions").fetchone()
+            (0,)
+        """
+        if write:
+            with self._write() as conn:
+                yield conn
+            return
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot start a read: {exc}", path=self.path) from exc
+            try:
+                yield self._conn
+            except BaseException as exc:
+                self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                raise
+            self._conn.execute("COMMIT")
+
     @property
     def connection(self) -> sqlite3.Connection:
         """The raw connection, for ad-hoc reads (``pd.read_sql``). Do not write through it."""

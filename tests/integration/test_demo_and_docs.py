@@ -28,6 +28,8 @@ def test_demo_runs_offline_and_twice(tmp_path: Path) -> None:
     assert first.tree_sizes == [2, 1] and first.checkpoints == 5
     assert first.fork_reply == "A better draft two."
     assert first.approval_reply == "Done." and first.dispatched == 5
+    assert first.rag_chunks > 0
+    assert first.rag_answers["how do I undo a turn?"][0] == "notes/time-travel.md"
     # the calculator, the writer and its fork, the bank, the lead and its five workers
     assert first.sessions_in_store == 10
     report = "\n".join(lines)
@@ -35,6 +37,7 @@ def test_demo_runs_offline_and_twice(tmp_path: Path) -> None:
 
     second = run_demo(db, out=lambda _line: None)
     assert second.sessions_in_store == 20
+    assert second.rag_chunks == first.rag_chunks  # re-ingesting the same notes changes nothing
     # Deterministic: the same story gives the same replies and figures.
     assert second.replies == first.replies and second.tokens == first.tokens
 
@@ -48,7 +51,7 @@ def test_demo_command_line(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "8. Report" in done.stdout and "sessions in" in done.stdout
+    assert "9. Report" in done.stdout and "sessions in" in done.stdout
 
 
 def test_command_line_without_command_shows_help() -> None:

@@ -1,0 +1,395 @@
+"""``InMemoryGraph``: a :class:`~agcore_lab.kg.base.KnowledgeGraph` on a networkx
+``MultiDiGraph``, with a reverse index from tags to entities.
+
+:class:`~agcore_lab.kg.sqlite_graph.SqliteGraph` subclasses it: every write goes through one of
+the ``_persist_*`` hooks (no-ops here) before memory is changed, so a failed write leaves the
+graph as it was.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from agcore_lab.aio import run_sync
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.kg import _frames
+from agcore_lab.kg._search import match_keywords
+from agcore_lab.kg.types import (
+    EntityNotFoundError,
+    GraphEntity,
+    GraphRelation,
+    RelationDirection,
+    RelationKey,
+    ScoredEntity,
+    TagConstraints,
+)
+from agcore_lab.kg.walk import walk
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["InMemoryGraph", "from_triples"]
+
+
+class InMemoryGraph:
+    """A knowledge graph held in memory.
+
+    Args:
+        tag_constraints: Limits on tags (at most 8 per entity by default).
+
+    Example:
+        >>> g = InMemoryGraph()
+        >>> _ = g.add_entity_sync(GraphEntity(id="ada", entity_type="person"))
+        >>> _ = g.add_entity_sync(GraphEntity(id="engine", entity_type="machine"))
+        >>> _ = g.add_relation_sync(GraphRelation(source="ada", target="engine",
+        ...                                       relation_type="programmed", weight=0.9))
+        >>> [(r.entity.id, r.score, r.path) for r in g.get_related_sync("ada")]
+        [('engine', 0.9, ['ada', 'engine'])]
+
+    Notes:
+        Thread-safe: one lock guards every read and write. The async methods do no I/O of
+        their own and never yield to the event loop.
+    """
+
+    def __init__(self, *, tag_constraints: TagConstraints | None = None) -> None:
+        self.tag_constraints = tag_constraints or TagConstraints()
+        self._lock = threading.RLock()
+        self._entities: dict[str, GraphEntity] = {}
+        self._graph = nx.MultiDiGraph()
+        self._tags: dict[str, set[str]] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
+
+    def __len__(self) -> int:
+        return len(self._entities)
+
+    def __contains__(self, entity_id: object) -> bool:
+        return entity_id in self._entities
+
+    @property
+    def relation_count(self) -> int:
+        """How many relations the graph holds."""
+        return int(self._graph.number_of_edges())
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[GraphRelation]) -> None:
+        self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
+        for entity in entities:
+            self._put_entity(entity)
+        for relation in relations:
+            self._put_relation(relation)
+
+    def _put_entity(self, entity: GraphEntity) -> None:
+        old = self._entities.get(entity.id)
+        if old is not None:
+            self._untag(old)
+        self._entities[entity.id] = entity
+        self._graph.add_node(entity.id)
+        for tag in entity.tags:
+            self._tags.setdefault(tag, set()).add(entity.id)
+
+    def _untag(self, entity: GraphEntity) -> None:
+        for tag in entity.tags:
+            owners = self._tags.get(tag)
+            if owners is not None:
+                owners.discard(entity.id)
+                if not owners:
+                    del self._tags[tag]
+
+    def _put_relation(self, relation: GraphRelation) -> None:
+        self._graph.add_edge(
+            relation.source,
+            relation.target,
+            key=relation.relation_type,
+            weight=relation.weight,
+            relation=relation,
+        )
+
+    def _relations(self) -> list[GraphRelation]:
+        return [data for _, _, data in self._graph.edges(data="relation")]
+
+    # -- persistence hooks (SqliteGraph writes its file here) ----------------------------
+
+    def _persist_upserts(
+        self, entities: Sequence[GraphEntity], relations: Sequence[GraphRelation]
+    ) -> None:
+        """Store these entities and relations (adding or replacing), all or nothing."""
+
+    def _persist_entity_removal(self, entity_id: str) -> None:
+        """Delete the entity, its tags and its relations."""
+
+    def _persist_relation_removal(self, key: RelationKey) -> None:
+        """Delete one relation."""
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _check_tags(self, entity: GraphEntity) -> None:
+        limit = self.tag_constraints.max_tags_per_entity
+        if len(entity.tags) > limit:
+            raise InvalidInputError(
+                f"entity {entity.id!r} has {len(entity.tags)} tags; at most {limit} are allowed "
+                "(raise TagConstraints.max_tags_per_entity or drop some)",
+                entity_id=entity.id,
+            )
+
+    def _require(self, entity_id: str, role: str = "entity") -> GraphEntity:
+        entity = self._entities.get(entity_id)
+        if entity is None:
+            raise EntityNotFoundError(
+                f"{role} {entity_id!r} is not in the graph; add it with add_entity first",
+                entity_id=entity_id,
+            )
+        return entity
+
+    # -- the KnowledgeGraph protocol ----------------------------------------------------------
+
+    async def add_entity(self, entity: GraphEntity) -> GraphEntity:
+        """Add ``entity``, or replace the one with its id (its relations are kept).
+
+        Raises:
+            InvalidInputError: More tags than ``tag_constraints`` allow.
+        """
+        with self._lock:
+            self._check_tags(entity)
+            self._persist_upserts([entity], [])
+            self._put_entity(entity)
+            return entity
+
+    async def get_entity(self, entity_id: str) -> GraphEntity | None:
+        """The entity with this id, or ``None``."""
+        with self._lock:
+            return self._entities.get(entity_id)
+
+    async def remove_entity(self, entity_id: str) -> bool:
+        """Remove the entity and every relation to or from it; ``False`` if it was not there."""
+        with self._lock:
+            entity = self._entities.get(entity_id)
+            if entity is None:
+                return False
+            self._persist_entity_removal(entity_id)
+            self._untag(entity)
+            del self._entities[entity_id]
+            self._graph.remove_node(entity_id)
+            return True
+
+    async def add_relation(self, relation: GraphRelation) -> GraphRelation:
+        """Add ``relation``, or update the one with its ``(source, relation_type, target)``.
+
+        Raises:
+            EntityNotFoundError: ``source`` or ``target`` is not in the graph (it names which).
+        """
+        with self._lock:
+            self._require(relation.source, "relation source")
+            self._require(relation.target, "relation target")
+            self._persist_upserts([], [relation])
+            self._put_relation(relation)
+            return relation
+
+    async def remove_relation(self, source: str, relation_type: str, target: str) -> bool:
+        """Remove one relation; ``False`` if it was not there."""
+        with self._lock:
+            if not self._graph.has_edge(source, target, key=relation_type):
+                return False
+            self._persist_relation_removal((source, relation_type, target))
+            self._graph.remove_edge(source, target, key=relation_type)
+            return True
+
+    async def get_related(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        direction: RelationDirection = RelationDirection.Outgoing,
+        relation_types: Iterable[str] | None = None,
+    ) -> list[ScoredEntity]:
+        """Entities reachable from ``entity_id`` in at most ``depth`` steps, best first.
+
+        See :func:`agcore_lab.kg.walk.walk` for the rules.
+
+        Raises:
+            EntityNotFoundError: ``entity_id`` is not in the graph.
+            InvalidInputError: ``depth`` is negative.
+        """
+        with self._lock:
+            self._require(entity_id)
+            steps = walk(self._graph, entity_id, depth, direction, relation_types)
+            return [
+                ScoredEntity(entity=self._entities[node], score=score, path=path)
+                for node, score, path in steps
+            ]
+
+    async def find_by_keywords(
+        self, keywords: str | Sequence[str], limit: int = 10
+    ) -> list[ScoredEntity]:
+        """Entities matching the keywords, best first (see
+        :func:`agcore_lab.kg._search.match_keywords` for the scoring: a name matching every
+        keyword scores 1).
+
+        Raises:
+            InvalidInputError: ``limit`` is negative.
+        """
+        with self._lock:
+            entities = list(self._entities.values())
+        return match_keywords(entities, keywords, limit)
+
+    async def find_tags(self, tags: Iterable[str], match_all: bool = False) -> list[GraphEntity]:
+        """Entities with any (or, with ``match_all``, every) of ``tags``, sorted by id.
+
+        No tags finds nothing.
+        """
+        wanted = list(dict.fromkeys(tags))
+        if not wanted:
+            return []
+        with self._lock:
+            owners = [self._tags.get(tag, set()) for tag in wanted]
+            ids = set.intersection(*owners) if match_all else set.union(*owners)
+            return [self._entities[i] for i in sorted(ids)]
+
+    async def set_entity_tags(self, entity_id: str, tags: Iterable[str]) -> GraphEntity:
+        """Replace the entity's tags; return the updated entity.
+
+        Raises:
+            EntityNotFoundError: No such entity.
+            InvalidInputError: More tags than ``tag_constraints`` allow.
+        """
+        with self._lock:
+            entity = self._require(entity_id)
+            updated = GraphEntity.model_validate({**entity.model_dump(), "tags": list(tags)})
+            return await self.add_entity(updated)
+
+    async def import_triples(self, triples: pd.DataFrame) -> int:
+        """Add the relations of a ``source, relation, target[, weight]`` table.
+
+        Missing entities are created (``name`` = id, ``entity_type`` = ``"entity"``); a triple
+        already in the graph gets the new weight and keeps its properties. All rows are
+        checked before anything is written; the import is one write.
+
+        Returns:
+            How many rows were imported.
+
+        Raises:
+            InvalidInputError: A column is missing or a row is malformed (named in the message).
+
+        Example:
+            >>> import pandas as pd
+            >>> g = InMemoryGraph()
+            >>> g.import_triples_sync(pd.DataFrame(
+            ...     {"source": ["a"], "relation": ["knows"], "target": ["b"]}))
+            1
+            >>> len(g)
+            2
+        """
+        return self._import(_frames.parse_triples(triples))
+
+    def _import(self, parsed: list[_frames.Triple]) -> int:
+        with self._lock:
+            new: dict[str, GraphEntity] = {}
+            relations: dict[RelationKey, GraphRelation] = {}
+            for source, relation_type, target, weight in parsed:
+                for end in (source, target):
+                    if end not in self._entities and end not in new:
+                        new[end] = GraphEntity(id=end)
+                key = (source, relation_type, target)
+                old = self._graph.get_edge_data(source, target, key=relation_type)
+                properties = old["relation"].properties if old else {}
+                relations[key] = GraphRelation(
+                    source=source,
+                    target=target,
+                    relation_type=relation_type,
+                    weight=weight,
+                    properties=properties,
+                )
+            self._persist_upserts(list(new.values()), list(relations.values()))
+            for entity in new.values():
+                self._put_entity(entity)
+            for relation in relations.values():
+                self._put_relation(relation)
+        return len(parsed)
+
+    # -- sync twins -------------------------------------------------------------------------
+
+    def add_entity_sync(self, entity: GraphEntity) -> GraphEntity:
+        """Blocking :meth:`add_entity`."""
+        return run_sync(self.add_entity(entity))
+
+    def get_entity_sync(self, entity_id: str) -> GraphEntity | None:
+        """Blocking :meth:`get_entity`."""
+        return run_sync(self.get_entity(entity_id))
+
+    def remove_entity_sync(self, entity_id: str) -> bool:
+        """Blocking :meth:`remove_entity`."""
+        return run_sync(self.remove_entity(entity_id))
+
+    def add_relation_sync(self, relation: GraphRelation) -> GraphRelation:
+        """Blocking :meth:`add_relation`."""
+        return run_sync(self.add_relation(relation))
+
+    def remove_relation_sync(self, source: str, relation_type: str, target: str) -> bool:
+        """Blocking :meth:`remove_relation`."""
+        return run_sync(self.remove_relation(source, relation_type, target))
+
+    def get_related_sync(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        direction: RelationDirection = RelationDirection.Outgoing,
+        relation_types: Iterable[str] | None = None,
+    ) -> list[ScoredEntity]:
+        """Blocking :meth:`get_related`."""
+        return run_sync(self.get_related(entity_id, depth, direction, relation_types))
+
+    def find_by_keywords_sync(
+        self, keywords: str | Sequence[str], limit: int = 10
+    ) -> list[ScoredEntity]:
+        """Blocking :meth:`find_by_keywords`."""
+        return run_sync(self.find_by_keywords(keywords, limit))
+
+    def find_tags_sync(self, tags: Iterable[str], match_all: bool = False) -> list[GraphEntity]:
+        """Blocking :meth:`find_tags`."""
+        return run_sync(self.find_tags(tags, match_all))
+
+    def set_entity_tags_sync(self, entity_id: str, tags: Iterable[str]) -> GraphEntity:
+        """Blocking :meth:`set_entity_tags`."""
+        return run_sync(self.set_entity_tags(entity_id, tags))
+
+    def import_triples_sync(self, triples: pd.DataFrame) -> int:
+        """Blocking :meth:`import_triples`."""
+        return run_sync(self.import_triples(triples))
+
+    # -- analysis ---------------------------------------------------------------------------
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """A copy of the graph as a networkx ``MultiDiGraph``.
+
+        Node attributes are the entity fields (``name``, ``entity_type``, ``description``,
+        ``tags``, ``properties``); edges are keyed by relation type and carry ``weight``,
+        ``relation_type`` and ``properties``. Changing the copy does not change the graph.
+        """
+        with self._lock:
+            return _frames.to_networkx(list(self._entities.values()), self._relations())
+
+    def to_dataframes(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(entities, relations)`` as two flat DataFrames.
+
+        ``entities`` has the columns id, name, entity_type, description, tags, properties
+        (sorted by id); ``relations`` has source, relation_type, target, weight, properties.
+        """
+        with self._lock:
+            return _frames.to_dataframes(list(self._entities.values()), self._relations())
+
+
+def from_triples(
+    triples: pd.DataFrame, *, tag_constraints: TagConstraints | None = None
+) -> InMemoryGraph:
+    """A new :class:`InMemoryGraph` holding the relations of a triples table.
+
+    See :meth:`InMemoryGraph.import_triples` for the table's format.
+    """
+    graph = InMemoryGraph(tag_constraints=tag_constraints)
+    graph._import(_frames.parse_triples(triples))  # no I/O: safe on any thread or loop
+    return graph

@@ -1,0 +1,115 @@
+"""``SqliteVectorStore``: the in-memory vector store, persisted in a ``SqliteStore`` file.
+
+Each document is one row of the ``vectors`` table (see :mod:`agcore_lab.store._vectors`): flat
+columns for pandas, and the unit vector as a float32 BLOB. The namespace is loaded into memory
+once, when the store is opened; searches then run on the in-memory matrix. Every write goes to
+SQLite first, in one transaction, and only then to memory: a failed write leaves both the file
+and the memory as they were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.ids import utcnow
+from agcore_lab.rag.documents import Document
+from agcore_lab.rag.vectorstores import InMemoryVectorStore
+from agcore_lab.store._vectors import delete_vectors, insert_vectors, namespace_dim, read_vectors
+from agcore_lab.store.sqlite import SqliteStore
+
+__all__ = ["SqliteVectorStore"]
+
+
+class SqliteVectorStore(InMemoryVectorStore):
+    """A :class:`~agcore_lab.rag.vectorstores.VectorStore` kept in a SQLite file.
+
+    Args:
+        store: The :class:`~agcore_lab.store.sqlite.SqliteStore` whose file holds the vectors
+            (its connection and lock are shared).
+        namespace: Several vector stores can live in one file under different names.
+        capacity: Rows to allocate in memory beyond those loaded.
+
+    Raises:
+        StorageError: The namespace cannot be read.
+
+    Example:
+        >>> from agcore_lab import SqliteStore
+        >>> from agcore_lab.rag import Document, MockEmbedding
+        >>> db = SqliteStore(":memory:")
+        >>> vectors = SqliteVectorStore(db, "docs")
+        >>> vectors.add([Document(id="a", content="alpha")], MockEmbedding(8).embed(["alpha"]))
+        >>> len(SqliteVectorStore(db, "docs"))  # a second view of the same file sees it
+        1
+
+    Notes:
+        Thread-safe, and several processes may share the file: writes are transactions, and
+        ids and the dimension are checked against the file, not just this process's memory.
+        Another process's writes are seen after :meth:`reload`. The stored vectors are the
+        normalized ones (unit length), which is what search uses.
+    """
+
+    def __init__(
+        self, store: SqliteStore, namespace: str = "default", *, capacity: int = 1024
+    ) -> None:
+        if not namespace:
+            raise InvalidInputError("namespace must not be empty")
+        super().__init__(capacity=capacity)
+        self.store = store
+        self.namespace = namespace
+        self.reload()
+
+    def __repr__(self) -> str:
+        return (
+            f"SqliteVectorStore({self.store.path!r}, namespace={self.namespace!r}, "
+            f"dim={self._dim}, documents={self._count})"
+        )
+
+    def reload(self) -> None:
+        """Read the namespace from the file again (to see other processes' writes)."""
+        with self._lock:
+            with self.store.transaction(write=False) as conn:
+                dim = namespace_dim(conn, self.namespace)
+                loaded = (
+                    read_vectors(conn, self.namespace, dim, spare=self._capacity)
+                    if dim is not None
+                    else None
+                )
+            self._by_key.clear()
+            self._dim = dim
+            if loaded is None:
+                self._matrix = np.empty((0, 0), dtype=np.float32)
+                self._ids, self._rows, self._index, self._count = [], [], {}, 0
+                return
+            ids, records, matrix = loaded
+            self._matrix = matrix
+            self._ids = ids
+            self._rows = list(records)
+            self._index = {doc_id: row for row, doc_id in enumerate(ids)}
+            self._count = len(ids)
+
+    def _persist_add(
+        self, docs: list[Document], vectors: NDArray[np.float32], gone: list[str]
+    ) -> None:
+        if not docs and not gone:
+            return
+        rows = [(d.id, d.content, dict(d.metadata), d.mime_type) for d in docs]
+        with self.store.transaction() as conn:
+            if gone:
+                delete_vectors(conn, self.namespace, gone)
+            if docs:
+                insert_vectors(conn, self.namespace, rows, vectors, utcnow().isoformat())
+
+    def _persist_remove(self, gone: list[str]) -> None:
+        with self.store.transaction() as conn:
+            delete_vectors(conn, self.namespace, gone)
+
+    def file_rows(self) -> int:
+        """Rows of this namespace in the file now (may differ from ``len()`` when another
+        process has written since :meth:`reload`)."""
+        with self.store.transaction(write=False) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM vectors WHERE namespace = ?", (self.namespace,)
+            ).fetchone()
+        return int(row[0])

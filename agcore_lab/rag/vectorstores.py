@@ -1,0 +1,371 @@
+"""Vector stores: the ``VectorStore`` protocol and ``InMemoryVectorStore``.
+
+A store keeps documents with one vector each and finds the nearest ones by cosine similarity.
+Vectors are normalized on insert, so cosine is a dot product: one contiguous float32 matrix
+times the query, then ``argpartition`` for the exact top k — no per-query copies of the matrix
+and no float64. The matrix grows by doubling its capacity, not on every insert.
+
+:class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore` is the same store persisted in a
+:class:`~agcore_lab.store.sqlite.SqliteStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from pydantic import JsonValue
+
+from agcore_lab.errors import ConflictError, InvalidInputError
+from agcore_lab.rag.documents import Document
+from agcore_lab.rag.embeddings import normalize_rows
+
+__all__ = ["InMemoryVectorStore", "MetadataFilter", "SearchHit", "VectorStore"]
+
+MetadataFilter = Mapping[str, JsonValue]
+# A row not yet turned into a Document: (content, metadata JSON, MIME type).
+_Record = tuple[str, str, str]
+
+
+class SearchHit(NamedTuple):
+    """One search result: the document and its cosine similarity to the query (-1 to 1)."""
+
+    document: Document
+    score: float
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Documents with one vector each, searchable by cosine similarity.
+
+    Ids are unique within a store. Filters are equality on metadata keys, all of which must
+    match (``{"source_id": "a.md", "lang": "en"}``).
+    """
+
+    @property
+    def dim(self) -> int | None:
+        """The vector length (``None`` until the first add)."""
+        ...
+
+    def add(
+        self, documents: Sequence[Document], embeddings: ArrayLike, *, replace: Iterable[str] = ()
+    ) -> None:
+        """Add documents with their vectors (one row each), first removing the ids in
+        ``replace`` in the same write. A duplicate id or a vector of the wrong length is an
+        error and changes nothing."""
+        ...
+
+    def search(
+        self, query_embedding: ArrayLike, k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``k`` most similar documents, best first."""
+        ...
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Remove these ids (unknown ones are ignored); return how many went."""
+        ...
+
+    def get(self, ids: Iterable[str]) -> list[Document]:
+        """The documents with these ids, in that order; unknown ids are skipped."""
+        ...
+
+    def ids(self, filter: MetadataFilter | None = None) -> list[str]:
+        """The ids stored (matching ``filter``), in insertion order."""
+        ...
+
+    def __len__(self) -> int: ...
+
+
+def _json_key(value: object) -> str:
+    """A canonical form for equality of JSON values (``true`` is not ``1``; ``1.0`` is ``1``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class InMemoryVectorStore:
+    """A :class:`VectorStore` in memory.
+
+    Args:
+        dim: The vector length; taken from the first add when not given.
+        capacity: Rows to allocate at first; the matrix doubles when full.
+
+    Example:
+        >>> from agcore_lab.rag import Document, MockEmbedding
+        >>> embedding = MockEmbedding(dim=16)
+        >>> docs = [Document(id=t, content=t, metadata={"n": len(t)}) for t in ("a", "bb", "cc")]
+        >>> store = InMemoryVectorStore()
+        >>> store.add(docs, embedding.embed([d.content for d in docs]))
+        >>> [hit.document.id for hit in store.search(embedding.embed(["bb"])[0], k=1)]
+        ['bb']
+        >>> store.ids(filter={"n": 2})
+        ['bb', 'cc']
+
+    Notes:
+        Thread-safe: one lock guards writes and searches. ``remove`` keeps insertion order,
+        moving the rows after each removed one (O(rows)).
+    """
+
+    def __init__(self, dim: int | None = None, *, capacity: int = 1024) -> None:
+        if dim is not None and dim < 1:
+            raise InvalidInputError(f"dim must be positive, got {dim}")
+        self._dim = dim
+        self._capacity = max(1, capacity)
+        self._matrix: NDArray[np.float32] = np.empty((0, dim or 0), dtype=np.float32)
+        self._count = 0
+        self._ids: list[str] = []
+        self._rows: list[Document | _Record] = []
+        self._index: dict[str, int] = {}
+        self._by_key: dict[str, dict[str, list[int]]] = {}  # metadata key -> value -> rows
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self._dim}, documents={self._count})"
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._index
+
+    @property
+    def dim(self) -> int | None:
+        """The vector length (``None`` until the first add)."""
+        return self._dim
+
+    @property
+    def capacity(self) -> int:
+        """Rows allocated for the matrix (it doubles when full)."""
+        return int(self._matrix.shape[0])
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(
+        self, documents: Sequence[Document], embeddings: ArrayLike, *, replace: Iterable[str] = ()
+    ) -> None:
+        """Add documents with their vectors, after removing the ids in ``replace``.
+
+        Raises:
+            InvalidInputError: Not one vector per document, a vector of the wrong length or
+                with NaN / infinity, or an id twice in ``documents``.
+            ConflictError: An id is already stored (and not in ``replace``).
+        """
+        docs = list(documents)
+        vectors = self._vectors(docs, embeddings)
+        with self._lock:
+            gone = [doc_id for doc_id in dict.fromkeys(replace) if doc_id in self._index]
+            leaving = set(gone)
+            taken = [d.id for d in docs if d.id in self._index and d.id not in leaving]
+            if taken:
+                raise ConflictError(
+                    f"ids already stored: {', '.join(taken[:5])}; remove them first or pass "
+                    "replace=[...]",
+                    count=len(taken),
+                )
+            self._persist_add(docs, vectors, gone)
+            if vectors.shape[0] and self._dim is None:
+                self._dim = int(vectors.shape[1])
+            self._drop(gone)
+            self._append(docs, vectors)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Remove these ids; unknown ids are ignored (so it is idempotent)."""
+        with self._lock:
+            gone = [doc_id for doc_id in dict.fromkeys(ids) if doc_id in self._index]
+            if gone:
+                self._persist_remove(gone)
+                self._drop(gone)
+            return len(gone)
+
+    def _persist_add(
+        self, docs: list[Document], vectors: NDArray[np.float32], gone: list[str]
+    ) -> None:
+        """Store the change durably before memory changes (nothing to do in memory)."""
+
+    def _persist_remove(self, gone: list[str]) -> None:
+        """Store the removal durably before memory changes (nothing to do in memory)."""
+
+    def _vectors(self, docs: list[Document], embeddings: ArrayLike) -> NDArray[np.float32]:
+        """Validate and normalize: a new C-contiguous float32 ``(len(docs), dim)`` array."""
+        vectors = np.array(embeddings, dtype=np.float32, order="C", copy=True)
+        if vectors.size == 0 and not docs:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(docs):
+            raise InvalidInputError(
+                f"need one vector per document: {len(docs)} documents, embeddings of shape "
+                f"{vectors.shape}"
+            )
+        if self._dim is not None and vectors.shape[1] != self._dim:
+            raise InvalidInputError(
+                f"vectors have dimension {vectors.shape[1]}, this store holds dimension {self._dim}"
+            )
+        if vectors.shape[1] == 0 or not np.isfinite(vectors).all():
+            raise InvalidInputError("vectors must be non-empty and finite (no NaN or infinity)")
+        seen: set[str] = set()
+        for doc in docs:
+            if not isinstance(doc, Document):
+                raise InvalidInputError(f"expected Document objects, got {type(doc).__name__}")
+            if doc.id in seen:
+                raise InvalidInputError(f"id {doc.id!r} appears twice in one add")
+            seen.add(doc.id)
+        return normalize_rows(vectors)
+
+    def _append(
+        self,
+        docs: Sequence[Document | _Record],
+        vectors: NDArray[np.float32],
+        ids: Sequence[str] | None = None,
+    ) -> None:
+        """Put rows at the end (``ids`` is needed when ``docs`` holds records)."""
+        count, added = self._count, vectors.shape[0]
+        if not added:
+            return
+        if count + added > self._matrix.shape[0] or self._matrix.shape[1] != vectors.shape[1]:
+            capacity = max(self._capacity, 2 * self._matrix.shape[0], count + added)
+            grown = np.empty((capacity, vectors.shape[1]), dtype=np.float32)
+            if count:
+                grown[:count] = self._matrix[:count]
+            self._matrix = grown
+        self._matrix[count : count + added] = vectors
+        new_ids = [d.id for d in docs if isinstance(d, Document)] if ids is None else list(ids)
+        for offset, doc_id in enumerate(new_ids):
+            self._index[doc_id] = count + offset
+        self._ids.extend(new_ids)
+        self._rows.extend(docs)
+        self._count = count + added
+        self._by_key.clear()
+
+    def _drop(self, gone: list[str]) -> None:
+        if not gone:
+            return
+        positions = sorted(self._index.pop(doc_id) for doc_id in gone)
+        matrix, count = self._matrix, self._count
+        # Close each gap by moving the block after it down, keeping insertion order.
+        for shift, position in enumerate(positions, start=1):
+            stop = positions[shift] if shift < len(positions) else count
+            matrix[position + 1 - shift : stop - shift] = matrix[position + 1 : stop]
+        dropped = set(positions)
+        self._ids = [d for i, d in enumerate(self._ids) if i not in dropped]
+        self._rows = [r for i, r in enumerate(self._rows) if i not in dropped]
+        self._count = count - len(positions)
+        for i in range(positions[0], self._count):
+            self._index[self._ids[i]] = i
+        self._by_key.clear()
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _doc(self, row: int) -> Document:
+        item = self._rows[row]
+        if isinstance(item, Document):
+            return item
+        content, metadata_json, mime_type = item
+        doc = Document.trusted(self._ids[row], content, json.loads(metadata_json), mime_type)
+        self._rows[row] = doc
+        return doc
+
+    def get(self, ids: Iterable[str]) -> list[Document]:
+        """The documents with these ids, in that order; unknown ids are skipped."""
+        with self._lock:
+            return [self._doc(self._index[i]) for i in ids if i in self._index]
+
+    def ids(self, filter: MetadataFilter | None = None) -> list[str]:
+        """The stored ids (those matching ``filter``), in insertion order."""
+        with self._lock:
+            if not filter:
+                return list(self._ids)
+            return [self._ids[row] for row in self._matching(filter)]
+
+    def _matching(self, filter: MetadataFilter) -> NDArray[np.intp]:
+        """Rows whose metadata has every key of ``filter`` with an equal JSON value.
+
+        Each key used in a filter gets an index (value -> rows), built in one pass over the
+        rows and kept until the next write, so many lookups on one key (the pipeline's
+        ``source_id``) cost one pass in all.
+        """
+        rows = np.arange(0)
+        for number, (name, value) in enumerate(filter.items()):
+            index = self._by_key.get(name)
+            if index is None:
+                index = {}
+                for row in range(self._count):
+                    metadata = self._doc(row).metadata
+                    if name in metadata:
+                        index.setdefault(_json_key(metadata[name]), []).append(row)
+                self._by_key[name] = index
+            found = np.array(index.get(_json_key(value), ()), dtype=np.intp)
+            rows = found if number == 0 else np.intersect1d(rows, found, assume_unique=True)
+            if not rows.size:
+                break
+        return rows.astype(np.intp, copy=False)
+
+    def _query(self, query: ArrayLike, ndim: int) -> NDArray[np.float32]:
+        vectors = np.array(query, dtype=np.float32, ndmin=ndim, copy=True)
+        if vectors.ndim != ndim or (self._dim is not None and vectors.shape[-1] != self._dim):
+            raise InvalidInputError(
+                f"query must have shape {'(dim,)' if ndim == 1 else '(n, dim)'} with dim "
+                f"{self._dim}, got {vectors.shape}"
+            )
+        if not np.isfinite(vectors).all():
+            raise InvalidInputError("query must be finite (no NaN or infinity)")
+        normalize_rows(vectors.reshape(-1, vectors.shape[-1]))
+        return vectors
+
+    def search(
+        self, query_embedding: ArrayLike, k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``k`` documents most similar to ``query_embedding``, best first.
+
+        Exact: every stored vector is scored (one float32 matrix-vector product) and the top
+        ``k`` are picked with ``argpartition``. Ties are broken by insertion order.
+
+        Raises:
+            InvalidInputError: The query is not one finite vector of the store's dimension.
+        """
+        query = self._query(query_embedding, 1)
+        with self._lock:
+            if k <= 0 or not self._count:
+                return []
+            scores = self._matrix[: self._count] @ query
+            rows = self._matching(filter) if filter else None
+            top = _top_k(scores, k, rows)
+            return [SearchHit(self._doc(int(r)), float(scores[r])) for r in top]
+
+    def search_batch(
+        self, query_embeddings: ArrayLike, k: int = 4, filter: MetadataFilter | None = None
+    ) -> list[list[SearchHit]]:
+        """:meth:`search` for many queries at once (one matrix-matrix product)."""
+        queries = self._query(query_embeddings, 2)
+        with self._lock:
+            if k <= 0 or not self._count:
+                return [[] for _ in range(queries.shape[0])]
+            scores = queries @ self._matrix[: self._count].T
+            rows = self._matching(filter) if filter else None
+            results = []
+            for line in scores:
+                top = _top_k(line, k, rows)
+                results.append([SearchHit(self._doc(int(r)), float(line[r])) for r in top])
+            return results
+
+
+def _top_k(scores: NDArray[np.float32], k: int, rows: NDArray[np.intp] | None) -> NDArray[np.intp]:
+    """Row numbers of the ``k`` best scores (only among ``rows`` when given), best first."""
+    if rows is not None:
+        if not rows.size:
+            return rows
+        return rows[_top_k(scores[rows], k, None)]
+    n = scores.shape[0]
+    if k < n:
+        top = np.argpartition(scores, n - k)[n - k :]
+        # Among scores equal to the k-th best, keep the earliest rows (argpartition picks any).
+        floor = scores[top].min()
+        above = top[scores[top] > floor]
+        ties = np.flatnonzero(scores == floor)
+        top = np.concatenate([above, ties[: k - above.size]])
+        top.sort()  # insertion order first, so the stable sort below breaks ties by it
+    else:
+        top = np.arange(n)
+    return top[np.argsort(-scores[top], kind="stable")]

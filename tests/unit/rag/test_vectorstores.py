@@ -1,0 +1,279 @@
+"""Vector stores: InMemoryVectorStore and SqliteVectorStore behave the same (one suite, two
+backends); then what only the SQLite one does: writes first, memory second."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
+from agcore_lab.rag import (
+    Document,
+    InMemoryVectorStore,
+    MockEmbedding,
+    SearchHit,
+    SqliteVectorStore,
+    VectorStore,
+)
+from agcore_lab.store.sqlite import SqliteStore
+
+EMBED = MockEmbedding(dim=16)
+
+
+def _docs(*names: str, **meta: object) -> list[Document]:
+    return [Document(id=n, content=f"content of {n}", metadata=dict(meta)) for n in names]
+
+
+def _vectors(docs: list[Document]) -> np.ndarray:
+    return EMBED.embed([d.content for d in docs])
+
+
+def _memory() -> VectorStore:
+    return InMemoryVectorStore(capacity=2)
+
+
+def _sqlite() -> VectorStore:
+    return SqliteVectorStore(SqliteStore(":memory:"), "test", capacity=2)
+
+
+BACKENDS: dict[str, Callable[[], VectorStore]] = {"memory": _memory, "sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request: pytest.FixtureRequest) -> VectorStore:
+    return BACKENDS[request.param]()
+
+
+def test_add_search_get_len(store: VectorStore) -> None:
+    docs = _docs("a", "b", "c", "d", "e")  # more than the starting capacity: it grows
+    store.add(docs, _vectors(docs))
+    assert len(store) == 5 and store.dim == 16 and isinstance(store, VectorStore)
+    hits = store.search(EMBED.embed(["content of c"])[0], k=3)
+    assert isinstance(hits[0], SearchHit)
+    assert hits[0].document.id == "c" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 3 and [h.score for h in hits] == sorted(
+        (h.score for h in hits), reverse=True
+    )
+    assert [d.id for d in store.get(["e", "nope", "a"])] == ["e", "a"]
+    assert store.get(["a"])[0] == docs[0]
+    assert store.ids() == ["a", "b", "c", "d", "e"]
+    assert store.search(EMBED.embed(["x"])[0], k=50)[-1].document.id in store.ids()
+    assert len(store.search(EMBED.embed(["x"])[0], k=50)) == 5
+    assert store.search(EMBED.embed(["x"])[0], k=0) == []
+
+
+def test_scores_are_cosine_whatever_the_scale(store: VectorStore) -> None:
+    docs = _docs("a", "b")
+    vectors = np.array([[3.0] + [0.0] * 15, [1.0, 1.0] + [0.0] * 14])
+    store.add(docs, vectors)
+    hits = store.search([10.0] + [0.0] * 15, k=2)
+    assert [h.document.id for h in hits] == ["a", "b"]
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score == pytest.approx(2**-0.5)
+
+
+def test_metadata_filters(store: VectorStore) -> None:
+    en = _docs("en1", "en2", lang="en", n=1)
+    zh = _docs("zh1", lang="zh", n=1)
+    flag = _docs("t", lang="en", n=True)
+    for batch in (en, zh, flag):
+        store.add(batch, _vectors(batch))
+    query = EMBED.embed(["content of zh1"])[0]
+    assert [h.document.id for h in store.search(query, k=5, filter={"lang": "en"})] != []
+    assert {h.document.id for h in store.search(query, k=5, filter={"lang": "en"})} == {
+        "en1",
+        "en2",
+        "t",
+    }
+    assert store.ids(filter={"lang": "en", "n": 1}) == ["en1", "en2"]  # true is not 1
+    assert store.ids(filter={"n": True}) == ["t"]
+    assert store.ids(filter={"n": 1.0, "lang": "zh"}) == ["zh1"]  # 1.0 is 1 in JSON
+    assert store.search(query, k=5, filter={"lang": "fr"}) == []
+    assert store.ids(filter={"missing": None}) == []
+    store.remove(["en1"])
+    assert store.ids(filter={"lang": "en"}) == ["en2", "t"]  # the cached filter was dropped
+
+
+def test_remove_is_idempotent_and_keeps_order(store: VectorStore) -> None:
+    docs = _docs(*"abcdefg")
+    store.add(docs, _vectors(docs))
+    assert store.remove(["b", "e", "zzz"]) == 2
+    assert store.remove(["b", "e"]) == 0
+    assert store.ids() == ["a", "c", "d", "f", "g"]
+    for doc_id in store.ids():  # the matrix rows moved with their ids
+        assert store.search(EMBED.embed([f"content of {doc_id}"])[0], k=1)[0].document.id == doc_id
+    assert store.remove([]) == 0 and len(store) == 5
+
+
+def test_duplicate_ids_are_clear_errors_and_change_nothing(store: VectorStore) -> None:
+    docs = _docs("a", "b")
+    store.add(docs, _vectors(docs))
+    with pytest.raises(ConflictError, match="already stored: a"):
+        store.add(_docs("c", "a"), _vectors(_docs("c", "a")))
+    with pytest.raises(InvalidInputError, match="twice"):
+        store.add(_docs("x", "x"), _vectors(_docs("x", "x")))
+    assert store.ids() == ["a", "b"]
+
+
+def test_replace_swaps_documents_in_one_add(store: VectorStore) -> None:
+    docs = _docs("a", "b")
+    store.add(docs, _vectors(docs))
+    new = _docs("a", "c", version=2)
+    store.add(new, _vectors(new), replace=["a", "b", "never-stored"])
+    assert store.ids() == ["a", "c"]
+    assert store.get(["a"])[0].metadata == {"version": 2}
+
+
+def test_dimension_and_shape_errors(store: VectorStore) -> None:
+    docs = _docs("a")
+    store.add(docs, _vectors(docs))
+    with pytest.raises(InvalidInputError, match="dimension 8"):
+        store.add(_docs("b"), np.ones((1, 8)))
+    with pytest.raises(InvalidInputError, match="one vector per document"):
+        store.add(_docs("b", "c"), np.ones((1, 16)))
+    with pytest.raises(InvalidInputError, match="finite"):
+        store.add(_docs("b"), np.full((1, 16), np.nan))
+    with pytest.raises(InvalidInputError, match="query"):
+        store.search(np.ones(8))
+    with pytest.raises(InvalidInputError, match="query"):
+        store.search(np.ones((2, 16)))
+    assert store.ids() == ["a"]
+
+
+def test_empty_store_and_empty_add(store: VectorStore) -> None:
+    assert store.search(np.ones(16)) == [] and len(store) == 0 and store.dim is None
+    store.add([], np.zeros((0, 16)))
+    assert len(store) == 0
+
+
+def test_no_float64_and_no_matrix_copy_per_query() -> None:
+    store = InMemoryVectorStore()
+    docs = _docs(*[f"d{i}" for i in range(50)])
+    store.add(docs, _vectors(docs).astype(np.float64))
+    matrix = store._matrix  # white-box: the buffer searches use
+    assert matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]
+    store.search(np.ones(16, dtype=np.float64), k=3)
+    assert store._matrix is matrix
+
+
+def test_capacity_doubles_instead_of_growing_per_insert() -> None:
+    store = InMemoryVectorStore(capacity=4)
+    seen = set()
+    for i in range(40):
+        doc = _docs(f"d{i}")
+        store.add(doc, _vectors(doc))
+        seen.add(store.capacity)
+    assert seen == {4, 8, 16, 32, 64}
+
+
+def test_search_batch_matches_single_searches() -> None:
+    store = InMemoryVectorStore()
+    docs = _docs(*[f"d{i}" for i in range(30)], group="g")
+    store.add(docs, _vectors(docs))
+    queries = EMBED.embed(["content of d3", "content of d17", "other"])
+    batch = store.search_batch(queries, k=4, filter={"group": "g"})
+    for hits, query in zip(batch, queries, strict=True):
+        single = store.search(query, k=4)
+        assert [h.document.id for h in hits] == [h.document.id for h in single]
+        assert [h.score for h in hits] == pytest.approx([h.score for h in single], abs=1e-5)
+
+
+def test_ties_break_by_insertion_order() -> None:
+    store = InMemoryVectorStore()
+    store.add(_docs("x", "y", "z"), np.ones((3, 4)))
+    assert [h.document.id for h in store.search(np.ones(4), k=2)] == ["x", "y"]
+
+
+def test_concurrent_adds_and_searches() -> None:
+    store = InMemoryVectorStore(capacity=1)
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for i in range(40):
+                doc = _docs(f"w{w}-{i}")
+                store.add(doc, _vectors(doc))
+                store.search(np.ones(16), k=3)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(store) == 160
+
+
+# -- SQLite: the file first, memory second --------------------------------------------------
+
+
+def test_sqlite_failed_write_leaves_memory_and_file_untouched() -> None:
+    db = SqliteStore(":memory:")
+    store = SqliteVectorStore(db, "ns")
+    docs = _docs("a", "b")
+    store.add(docs, _vectors(docs))
+    with db.transaction() as conn:  # make the next insert of 'boom' fail inside SQLite
+        conn.execute(
+            "CREATE TRIGGER fail BEFORE INSERT ON vectors WHEN NEW.doc_id = 'boom' "
+            "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+        )
+    batch = _docs("c", "boom")
+    with pytest.raises(StorageError, match="disk on fire"):
+        store.add(batch, _vectors(batch), replace=["a"])
+    assert store.ids() == ["a", "b"] and len(store) == 2  # memory untouched
+    assert store.file_rows() == 2  # the transaction rolled back: 'a' is still there, no 'c'
+    assert [d.id for d in SqliteVectorStore(db, "ns").get(["a", "b", "c"])] == ["a", "b"]
+    with db.transaction() as conn:
+        conn.execute("DROP TRIGGER fail")
+    store.add(batch, _vectors(batch))
+    assert store.ids() == ["a", "b", "c", "boom"]
+
+
+def test_sqlite_duplicate_id_written_by_another_view_is_a_conflict() -> None:
+    db = SqliteStore(":memory:")
+    first, second = SqliteVectorStore(db, "ns"), SqliteVectorStore(db, "ns")
+    first.add(_docs("a"), _vectors(_docs("a")))
+    with pytest.raises(ConflictError, match="namespace 'ns': a"):
+        second.add(_docs("a"), _vectors(_docs("a")))  # its memory is stale; the file is not
+    assert len(second) == 0
+    second.reload()
+    assert second.ids() == ["a"]
+
+
+def test_sqlite_dimension_is_kept_per_namespace() -> None:
+    db = SqliteStore(":memory:")
+    first, second = SqliteVectorStore(db, "ns"), SqliteVectorStore(db, "ns")
+    first.add(_docs("a"), _vectors(_docs("a")))
+    with pytest.raises(InvalidInputError, match="dimension 16, not 8"):
+        second.add(_docs("b"), np.ones((1, 8)))
+    other = SqliteVectorStore(db, "other")
+    other.add(_docs("b"), np.ones((1, 8)))
+    assert other.dim == 8 and SqliteVectorStore(db, "ns").dim == 16
+
+
+def test_sqlite_rows_are_flat_and_vectors_are_float32_blobs() -> None:
+    db = SqliteStore(":memory:")
+    store = SqliteVectorStore(db, "ns")
+    doc = Document(
+        id="d#0",
+        content="text",
+        metadata={"source_id": "d", "chunk_index": 0, "start_index": 3, "end_index": 7},
+    )
+    store.add([doc], np.arange(16, dtype=np.float32)[None, :] + 1)
+    frame = db.read_dataframe("select * from vectors")
+    row = frame.iloc[0]
+    assert (row["namespace"], row["doc_id"], row["source_id"]) == ("ns", "d#0", "d")
+    assert (row["chunk_index"], row["start_index"], row["end_index"]) == (0, 3, 7)
+    blob = row["embedding"]
+    assert isinstance(blob, bytes) and len(blob) == 16 * 4
+    stored = np.frombuffer(blob, dtype="<f4")
+    assert np.allclose(stored, store._matrix[0])  # the normalized vector
+    assert np.linalg.norm(stored) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_sqlite_namespace_must_be_named() -> None:
+    with pytest.raises(InvalidInputError):
+        SqliteVectorStore(SqliteStore(":memory:"), "")
