@@ -89,12 +89,20 @@ if TYPE_CHECKING:
         GraphEntity,
         GraphRelation,
         InMemoryGraph,
+        KnowledgeEntry,
         KnowledgeGraph,
+        KnowledgeStore,
+        MemoryRetriever,
         RelationDirection,
+        RetrievalItem,
+        RetrievalResult,
+        RetrievalStrategy,
+        RetrieverConfig,
         ScoredEntity,
         SqliteGraph,
         TagConstraints,
         from_triples,
+        search_memory_tool,
     )
     from agcore_lab.llm.openai import OpenAIChatModel
     from agcore_lab.rag import (
@@ -131,12 +139,20 @@ _LAZY_KG = frozenset(
         "GraphEntity",
         "GraphRelation",
         "InMemoryGraph",
+        "KnowledgeEntry",
         "KnowledgeGraph",
+        "KnowledgeStore",
+        "MemoryRetriever",
         "RelationDirection",
+        "RetrievalItem",
+        "RetrievalResult",
+        "RetrievalStrategy",
+        "RetrieverConfig",
         "ScoredEntity",
         "SqliteGraph",
         "TagConstraints",
         "from_triples",
+        "search_memory_tool",
     }
 )
 
@@ -172,9 +188,12 @@ __all__ = [
     "InMemoryGraph",
     "InMemoryVectorStore",
     "InvalidInputError",
+    "KnowledgeEntry",
     "KnowledgeGraph",
+    "KnowledgeStore",
     "ManagerEvent",
     "MaxToolRoundsError",
+    "MemoryRetriever",
     "MergePreview",
     "MergeStrategy",
     "Message",
@@ -191,6 +210,10 @@ __all__ = [
     "RecursiveCharacterSplitter",
     "Reject",
     "RelationDirection",
+    "RetrievalItem",
+    "RetrievalResult",
+    "RetrievalStrategy",
+    "RetrieverConfig",
     "RunNotFoundError",
     "RuntimeBundle",
     "ScoredEntity",
@@ -234,6 +257,7 @@ __all__ = [
     "diff_slots",
     "from_triples",
     "load_ipython_extension",
+    "search_memory_tool",
 ]
 
 

@@ -3,13 +3,24 @@
 - :class:`KnowledgeGraph`: the protocol (async methods with ``*_sync`` twins);
 - :class:`InMemoryGraph` and :class:`SqliteGraph`: the two backends, both passing
   :mod:`agcore_lab.testing.graph_conformance`;
-- :func:`from_triples`: a graph from a ``source, relation, target[, weight]`` DataFrame.
+- :func:`from_triples`: a graph from a ``source, relation, target[, weight]`` DataFrame;
+- :class:`KnowledgeStore`: text knowledge with keyword (TF-IDF) and semantic search;
+- :class:`MemoryRetriever`: hybrid retrieval over both, and :func:`search_memory_tool`.
 
 Importing this package imports networkx (``import agcore_lab`` does not).
 """
 
 from agcore_lab.kg.base import KnowledgeGraph
+from agcore_lab.kg.knowledge_store import KnowledgeEntry, KnowledgeStore, ScoredEntry
 from agcore_lab.kg.memory_graph import InMemoryGraph, from_triples
+from agcore_lab.kg.retriever import (
+    MemoryRetriever,
+    RetrievalItem,
+    RetrievalResult,
+    RetrievalStrategy,
+    RetrieverConfig,
+    search_memory_tool,
+)
 from agcore_lab.kg.sqlite_graph import SqliteGraph
 from agcore_lab.kg.types import (
     EntityNotFoundError,
@@ -27,12 +38,21 @@ __all__ = [
     "GraphEntity",
     "GraphRelation",
     "InMemoryGraph",
+    "KnowledgeEntry",
     "KnowledgeGraph",
+    "KnowledgeStore",
+    "MemoryRetriever",
     "RelationDirection",
     "RelationKey",
+    "RetrievalItem",
+    "RetrievalResult",
+    "RetrievalStrategy",
+    "RetrieverConfig",
     "ScoredEntity",
+    "ScoredEntry",
     "SqliteGraph",
     "TagConstraints",
     "from_triples",
+    "search_memory_tool",
     "walk",
 ]
