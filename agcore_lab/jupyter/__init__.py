@@ -11,6 +11,7 @@ Widgets load on first use, so loading the extension stays fast::
     ApprovalPanel(manager)
     monitor = DispatchMonitor(manager, parent_id, tasks, config)
     ChunkInspector(text)
+    GraphExplorer(graph)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from agcore_lab.jupyter.chunk_inspector import ChunkInspector
     from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
     from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
+    from agcore_lab.jupyter.graph_explorer import GraphExplorer
     from agcore_lab.jupyter.ingest_progress import IngestProgressBar
     from agcore_lab.jupyter.magics import AgcoreMagics
     from agcore_lab.jupyter.timeline import CheckpointTimeline
@@ -34,6 +36,7 @@ __all__ = [
     "CheckpointTimeline",
     "ChunkInspector",
     "DispatchMonitor",
+    "GraphExplorer",
     "IngestProgressBar",
     "SessionTreeBrowser",
     "SlotDiffViewer",
@@ -47,6 +50,7 @@ _LAZY = {
     "CheckpointTimeline": "timeline",
     "ChunkInspector": "chunk_inspector",
     "DispatchMonitor": "dispatch_monitor",
+    "GraphExplorer": "graph_explorer",
     "IngestProgressBar": "ingest_progress",
     "SessionTreeBrowser": "tree_browser",
     "SlotDiffViewer": "diff_viewer",

@@ -211,6 +211,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
             "approve": self._approve,
             "reject": self._reject,
             "chunks": self._chunks,
+            "graph": self._graph,
             "help": self._help,
         }
         try:
@@ -322,10 +323,16 @@ class AgcoreMagics(ApprovalCommands, Magics):
 
         display(chunks_command(self.shell, rest))
 
+    def _graph(self, rest: str, _cell: str | None) -> None:
+        from agcore_lab.jupyter._graph_magics import graph_command
+
+        display(graph_command(self.shell, rest))
+
     def _help(self, _rest: str, _cell: str | None) -> None:
+        from agcore_lab.jupyter._graph_magics import GRAPH_HELP
         from agcore_lab.jupyter._rag_magics import CHUNKS_HELP
 
-        print(HELP + "\n\n" + CHUNKS_HELP.rstrip())
+        print(HELP + "\n\n" + CHUNKS_HELP.rstrip() + "\n" + GRAPH_HELP.rstrip())
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,0 +1,391 @@
+"""``GraphExplorer``: browse a knowledge graph in a notebook, offline and safely.
+
+The graph is drawn by vis-network (read from the installed pyvis package) in a sandboxed iframe
+(see :mod:`agcore_lab.jupyter._graph_page`); a search box, a depth slider and a direction
+choice pick the neighbourhood to show, and a side table lists the related entities with their
+scores and paths. Every engine call runs on agcore_lab's background loop
+(:class:`~agcore_lab.jupyter._tasks.BackgroundTask`): widget callbacks return at once.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.jupyter import _graph_page
+from agcore_lab.jupyter._confirm import button
+from agcore_lab.jupyter._tasks import BackgroundTask
+from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter.diff_viewer import error_line
+from agcore_lab.kg.types import EntityNotFoundError, GraphEntity, RelationDirection, ScoredEntity
+
+if TYPE_CHECKING:
+    from agcore_lab.kg.base import KnowledgeGraph
+
+__all__ = ["GraphExplorer"]
+
+MAX_DEPTH = 5
+SEARCH_LIMIT = 20
+
+
+class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """An interactive view of a :class:`~agcore_lab.kg.base.KnowledgeGraph`.
+
+    Graphs of at most ``max_nodes`` entities are drawn whole at first; larger ones show only
+    the neighbourhood of the entity picked with the search box, with a message saying so (a
+    neighbourhood is cut to its ``max_nodes - 1`` best entities too). Nodes are coloured by
+    entity type; names, types and descriptions are always shown as text, never as HTML.
+
+    Args:
+        graph: An ``InMemoryGraph``, a ``SqliteGraph`` or any ``KnowledgeGraph``.
+        max_nodes: The most entities drawn at once.
+        theme: ``"light"`` (default) or ``"dark"``: the frame's colours. The sandboxed frame
+            cannot read JupyterLab's CSS variables: pass ``theme="dark"`` with JupyterLab Dark.
+        center: Show this entity's neighbourhood at once.
+        depth: The walk's depth (1 to 5).
+        direction: Which relations the walk follows.
+        height: The frame's height in pixels.
+
+    Example:
+        >>> from agcore_lab.kg import GraphEntity, GraphRelation, InMemoryGraph
+        >>> g = InMemoryGraph()
+        >>> for name in ("ada", "engine"):
+        ...     _ = g.add_entity_sync(GraphEntity(id=name))
+        >>> _ = g.add_relation_sync(GraphRelation(source="ada", target="engine", weight=0.5))
+        >>> explorer = GraphExplorer(g)
+        >>> explorer.node_ids
+        ['ada', 'engine']
+        >>> explorer.show("ada").wait(10)
+        True
+        >>> [(r.entity.id, r.score) for r in explorer.related]
+        [('engine', 0.5)]
+    """
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        *,
+        max_nodes: int = 500,
+        theme: str = "light",
+        center: str | None = None,
+        depth: int = 1,
+        direction: RelationDirection | str = RelationDirection.Outgoing,
+        height: int = 460,
+    ) -> None:
+        if theme not in _graph_page.PALETTES:
+            raise InvalidInputError(f"theme must be 'light' or 'dark', got {theme!r}")
+        if max_nodes < 1:
+            raise InvalidInputError(f"max_nodes must be at least 1, got {max_nodes}")
+        self.graph = graph
+        self.max_nodes = max_nodes
+        self.theme = theme
+        self.height = height
+        self.center: str | None = None
+        self.related: list[ScoredEntity] = []
+        self.node_ids: list[str] = []
+        self.matches: list[ScoredEntity] = []
+        self.message = ""
+        self.page = ""
+        self.last_error: BaseException | None = None
+        self.tasks: list[BackgroundTask[Any]] = []
+        self._generation = 0
+        self._lock = threading.RLock()
+        self._quiet = False
+        self._colours: dict[str, str] = {}
+        self.entity_count = self._count()
+
+        self.style_html = widgets.HTML(style_tag())
+        self.header_html = widgets.HTML()
+        self.search_text = widgets.Text(
+            placeholder="keywords, then Enter",
+            description="Search:",
+            continuous_update=False,  # a search on Enter or leaving the box, not per key
+            layout=widgets.Layout(width="280px"),
+        )
+        self.search_button = button("Search", tooltip="Find entities by keywords")
+        self.results_dropdown = widgets.Dropdown(
+            options=[], description="Centre:", layout=widgets.Layout(width="320px")
+        )
+        self.depth_slider = widgets.IntSlider(
+            value=min(max(1, depth), MAX_DEPTH), min=1, max=MAX_DEPTH, description="Depth:"
+        )
+        self.direction_buttons = widgets.ToggleButtons(
+            options=[(d.value, d) for d in RelationDirection],
+            value=RelationDirection(direction),
+            description="Direction:",
+            style={"button_width": "80px"},
+        )
+        self.whole_button = button("Whole graph", tooltip="Draw every entity")
+        self.frame_html = widgets.HTML(layout=widgets.Layout(width="100%", margin="0"))
+        self.table_html = widgets.HTML(layout=widgets.Layout(width="360px", margin="0 0 0 8px"))
+        self.status_html = widgets.HTML()
+        self.error_html = widgets.HTML()
+        frame_box = widgets.Box([self.frame_html], layout=widgets.Layout(flex="1 1 auto"))
+        super().__init__(
+            [
+                self.style_html,
+                self.header_html,
+                widgets.HBox([self.search_text, self.search_button, self.results_dropdown]),
+                widgets.HBox([self.depth_slider, self.direction_buttons, self.whole_button]),
+                widgets.HBox([frame_box, self.table_html], layout=widgets.Layout(width="100%")),
+                self.status_html,
+                self.error_html,
+            ]
+        )
+        self.add_class("agc-view")
+        self.add_class("agc-graph-explorer")
+        self.search_text.observe(self._typed, names="value")
+        self.search_button.on_click(lambda _: self.search(self.search_text.value))
+        self.whole_button.on_click(lambda _: self.show_whole())
+        self.results_dropdown.observe(self._picked, names="value")
+        self.depth_slider.observe(self._walk_changed, names="value")
+        self.direction_buttons.observe(self._walk_changed, names="value")
+        self.header_html.value = (
+            f'<div class="agc-head"><b>knowledge graph</b><span class="agc-count">'
+            f"{self.entity_count} entities</span></div>"
+        )
+        self._render_table()
+        first = self.show(center) if center is not None else self.show_whole()
+        first.wait(10)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def _count(self) -> int:
+        try:
+            return len(self.graph)  # type: ignore[arg-type]
+        except TypeError:
+            return int(self.graph.to_networkx().number_of_nodes())
+
+    @property
+    def too_big(self) -> bool:
+        """Whether the graph has more than ``max_nodes`` entities (neighbourhoods only)."""
+        return self.entity_count > self.max_nodes
+
+    @property
+    def depth(self) -> int:
+        """The walk's depth, from the slider."""
+        return int(self.depth_slider.value)
+
+    @property
+    def direction(self) -> RelationDirection:
+        """The walk's direction, from the toggle buttons."""
+        return RelationDirection(self.direction_buttons.value)
+
+    def wait(self, timeout: float = 10.0) -> bool:
+        """Block until every started search or walk has updated the view; ``False`` on timeout."""
+        return all(task.wait(timeout) for task in list(self.tasks))
+
+    # -- engine calls ---------------------------------------------------------------------------
+
+    def _run(self, coro: Coroutine[Any, Any, Any], what: str, done: Any) -> BackgroundTask[Any]:
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+
+        def success(result: Any) -> None:
+            if generation == self._generation:  # a later request wins
+                self.show_error(None)
+                done(result)
+
+        def failure(exc: BaseException) -> None:
+            if generation == self._generation:
+                self.show_error(exc)
+                self.set_status(what + " failed.")
+
+        self.set_status(what + "…")
+        task: BackgroundTask[Any] = BackgroundTask(coro, on_success=success, on_error=failure)
+        self.tasks = [t for t in self.tasks if not t.done] + [task]
+        return task
+
+    def search(self, keywords: str) -> BackgroundTask[Any]:
+        """Find entities by keywords (``find_by_keywords``) and offer them as centres."""
+        return self._run(
+            self.graph.find_by_keywords(keywords, limit=SEARCH_LIMIT),
+            f"Searching for {keywords!r}",
+            self._found,
+        )
+
+    def _found(self, matches: list[ScoredEntity]) -> None:
+        self.matches = matches
+        self._quiet = True  # filling the dropdown must not start a walk
+        try:
+            self.results_dropdown.options = [
+                (f"{m.entity.name} ({m.entity.entity_type}, {m.entity.id})", m.entity.id)
+                for m in matches
+            ]
+            self.results_dropdown.value = None
+        finally:
+            self._quiet = False
+        if matches:
+            self.set_status(f"{len(matches)} match(es): showing the best one.")
+            self.results_dropdown.value = matches[0].entity.id  # starts the walk
+        else:
+            self.set_status("No entity matches.")
+
+    def show(
+        self,
+        entity_id: str,
+        depth: int | None = None,
+        direction: RelationDirection | str | None = None,
+    ) -> BackgroundTask[Any]:
+        """Draw the neighbourhood of ``entity_id`` (``get_related``) and list it in the table."""
+        self._quiet = True
+        try:
+            if depth is not None:
+                self.depth_slider.value = min(max(1, depth), MAX_DEPTH)
+            if direction is not None:
+                self.direction_buttons.value = RelationDirection(direction)
+        finally:
+            self._quiet = False
+        walk = (self.depth, self.direction)
+        return self._run(
+            self._neighbourhood(entity_id, *walk),
+            f"Walking from {entity_id!r} (depth {walk[0]}, {walk[1].value})",
+            lambda result: self._drawn(entity_id, *result),
+        )
+
+    async def _neighbourhood(
+        self, entity_id: str, depth: int, direction: RelationDirection
+    ) -> tuple[GraphEntity, list[ScoredEntity], list[tuple[str, str, str]], str]:
+        entity = await self.graph.get_entity(entity_id)
+        if entity is None:
+            raise EntityNotFoundError(f"no entity {entity_id!r} in the graph", entity_id=entity_id)
+        related = await self.graph.get_related(entity_id, depth=depth, direction=direction)
+        message = ""
+        if self.too_big:
+            message = (
+                f"The graph has {self.entity_count} entities, more than max_nodes="
+                f"{self.max_nodes}: only the neighbourhood of one entity is shown."
+            )
+        if len(related) + 1 > self.max_nodes:
+            message = (message + " " if message else "") + (
+                f"Showing the {self.max_nodes - 1} best of {len(related)} related entities."
+            )
+            related = related[: self.max_nodes - 1]
+        shown = {entity_id, *(r.entity.id for r in related)}
+        edges: list[tuple[str, str, str]] = []
+        if not self.too_big:
+            nx_graph = self.graph.to_networkx()
+            for source, target, key in nx_graph.subgraph(shown).edges(keys=True):
+                edges.append((source, target, str(key)))
+        else:
+            seen: set[tuple[str, str]] = set()
+            for r in related:
+                for a, b in zip(r.path, r.path[1:], strict=False):
+                    pair = (b, a) if direction is RelationDirection.Incoming else (a, b)
+                    if pair not in seen:
+                        seen.add(pair)
+                        edges.append((*pair, ""))
+        return entity, related, edges, message
+
+    def show_whole(self) -> BackgroundTask[Any]:
+        """Draw the whole graph (or, above ``max_nodes``, say why it is not drawn)."""
+        return self._run(self._whole(), "Reading the graph", self._drawn_whole)
+
+    async def _whole(self) -> tuple[list[GraphEntity], list[tuple[str, str, str]]]:
+        if self.too_big:
+            return [], []
+        nx_graph = self.graph.to_networkx()
+        entities = [
+            GraphEntity(**{**attrs, "id": node}) for node, attrs in nx_graph.nodes(data=True)
+        ]
+        edges = [(s, t, str(k)) for s, t, k in nx_graph.edges(keys=True)]
+        return entities, edges
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def _colour(self, entity_type: str) -> str:
+        if entity_type not in self._colours:
+            colours = _graph_page.TYPE_COLOURS[self.theme]
+            self._colours[entity_type] = colours[len(self._colours) % len(colours)]
+        return self._colours[entity_type]
+
+    def _draw(
+        self, entities: list[GraphEntity], edges: list[tuple[str, str, str]], message: str
+    ) -> None:
+        for entity_type in sorted({e.entity_type for e in entities}):
+            self._colour(entity_type)
+        nodes = [
+            {
+                "id": e.id,
+                "label": e.name,
+                "tip": _graph_page.tip_lines(e),
+                "color": self._colour(e.entity_type),
+                "center": e.id == self.center,
+            }
+            for e in entities
+        ]
+        links = [{"from": s, "to": t, "label": label} for s, t, label in edges]
+        self.node_ids = [e.id for e in entities]
+        self.message = message
+        self.page = _graph_page.page(nodes, links, theme=self.theme, message=message)
+        self.frame_html.value = _graph_page.iframe(self.page, height=self.height)
+        self._render_table()
+
+    def _drawn_whole(self, result: tuple[list[GraphEntity], list[tuple[str, str, str]]]) -> None:
+        entities, edges = result
+        self.center = None
+        self.related = []
+        if self.too_big:
+            message = (
+                f"The graph has {self.entity_count} entities, more than max_nodes="
+                f"{self.max_nodes}: it is not drawn whole. Search for an entity to see its "
+                "neighbourhood."
+            )
+        else:
+            message = ""
+        self._draw(entities, edges, message)
+        self.set_status(message or f"The whole graph: {len(entities)} entities.")
+
+    def _drawn(
+        self,
+        entity_id: str,
+        entity: GraphEntity,
+        related: list[ScoredEntity],
+        edges: list[tuple[str, str, str]],
+        message: str,
+    ) -> None:
+        self.center = entity_id
+        self.related = related
+        self._draw([entity, *(r.entity for r in related)], edges, message)
+        self.set_status(
+            f"{entity.name} ({entity.id}): {len(related)} related entities at depth "
+            f"{self.depth} ({self.direction.value})."
+        )
+
+    def _render_table(self) -> None:
+        self.table_html.value = _graph_page.related_table(self.center, self.related)
+
+    # -- callbacks, status ----------------------------------------------------------------------
+
+    def _typed(self, change: dict[str, Any]) -> None:
+        if change["new"].strip():
+            self.search(change["new"])
+
+    def _picked(self, change: dict[str, Any]) -> None:
+        if not self._quiet and change["new"] is not None:
+            self.show(change["new"])
+
+    def _walk_changed(self, _change: object) -> None:
+        if not self._quiet and self.center is not None:
+            self.show(self.center)
+
+    def set_status(self, text: str) -> None:
+        """Show ``text`` on the status line."""
+        self.status_html.value = f'<div class="agc-status">{html.escape(text)}</div>'
+
+    def show_error(self, exc: BaseException | None) -> None:
+        """Show an error under the graph (``None`` clears it); kept in ``last_error``."""
+        self.last_error = exc
+        self.error_html.value = (
+            "" if exc is None else f'<div class="agc-error">{html.escape(error_line(exc))}</div>'
+        )
+
+    def __repr__(self) -> str:
+        where = f"center={self.center!r}" if self.center else "whole graph"
+        return f"GraphExplorer({self.entity_count} entities, {where}, {len(self.node_ids)} shown)"

@@ -1,0 +1,163 @@
+"""GraphExplorer in plain Python: offline page, sandbox, escaping, size cap, controls, magic."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.jupyter import GraphExplorer
+from agcore_lab.jupyter._graph_magics import graph_command
+from agcore_lab.jupyter._graph_page import vis_network_js
+from agcore_lab.jupyter._magic_args import CommandError
+from agcore_lab.jupyter.magics import AgcoreMagics
+from agcore_lab.kg import GraphEntity, GraphRelation, InMemoryGraph, RelationDirection, SqliteGraph
+from agcore_lab.store.sqlite import SqliteStore
+
+XSS = "<img src=x onerror=alert(1)> href"
+
+
+def _fill(graph: Any) -> Any:
+    for eid, etype in [("ada", "person"), ("engine", "machine"), ("notes", "paper")]:
+        graph.add_entity_sync(GraphEntity(id=eid, entity_type=etype, description=f"about {eid}"))
+    graph.add_entity_sync(GraphEntity(id="evil", name=XSS, entity_type="person", description=XSS))
+    graph.add_relation_sync(GraphRelation(source="ada", target="engine", relation_type="built"))
+    graph.add_relation_sync(
+        GraphRelation(source="engine", target="notes", relation_type="in", weight=0.5)
+    )
+    graph.add_relation_sync(GraphRelation(source="evil", target="ada", relation_type="knows"))
+    return graph
+
+
+@pytest.fixture
+def graph() -> InMemoryGraph:
+    return _fill(InMemoryGraph())  # type: ignore[no-any-return]
+
+
+def _text(value: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", value))
+
+
+def test_page_is_offline_and_embeds_vis_network(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph)
+    page = explorer.page
+    assert vis_network_js()[:2000] in page
+    assert "vis.Network" in page and "window.network" in page
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+    assert not re.search(r"<link\b", page, re.I)
+    assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page, re.I)
+    assert "bootstrap" not in page.lower()
+    assert "innerHTML" not in page.split("<script>")[-1]  # our own script: textContent only
+    assert explorer.node_ids == ["ada", "engine", "notes", "evil"]
+
+
+def test_iframe_is_sandboxed_and_escaped(graph: InMemoryGraph) -> None:
+    value = GraphExplorer(graph).frame_html.value
+    assert value.count("<iframe") == 1
+    assert re.findall(r'sandbox="([^"]*)"', value) == ["allow-scripts"]
+    assert "allow-same-origin" not in value
+    srcdoc = re.search(r'srcdoc="([^"]*)"', value)
+    assert srcdoc is not None
+    assert html.unescape(srcdoc.group(1)) == GraphExplorer(graph).page
+
+
+def test_injection_name_only_escaped(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph, center="evil")
+    assert explorer.related[0].entity.id == "ada"
+    for value in (explorer.page, explorer.frame_html.value, explorer.table_html.value):
+        assert "<img" not in value
+    assert "\\u003cimg src=x onerror=alert(1)\\u003e href" in explorer.page
+    explorer.show("ada", direction="incoming").wait(10)
+    assert explorer.table_html.value.count(html.escape(XSS)) == 1
+    assert XSS in _text(explorer.table_html.value)
+
+
+def test_size_cap_shows_neighbourhood_only(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph, max_nodes=2)
+    assert explorer.too_big
+    assert explorer.node_ids == []
+    assert "more than max_nodes=2" in explorer.message
+    assert "Search for an entity" in _text(explorer.status_html.value)
+    assert "more than max_nodes=2" in html.unescape(explorer.page.replace("\\u003c", "<"))
+    explorer.show("ada", depth=2).wait(10)
+    assert explorer.node_ids == ["ada", "engine"]  # cut to max_nodes
+    assert "Showing the 1 best of 2 related entities" in explorer.message
+    explorer.show_whole().wait(10)
+    assert explorer.node_ids == [] and explorer.center is None
+
+
+def test_search_depth_and_direction_update_the_table(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph)
+    assert "Search for an entity" in explorer.table_html.value
+    explorer.search_text.value = "engine"
+    explorer.search_button.click()
+    explorer.wait(10)
+    assert explorer.center == "engine"
+    assert explorer.results_dropdown.value == "engine"
+    assert [r.entity.id for r in explorer.related] == ["notes"]
+    assert "engine → notes" in explorer.table_html.value
+    assert "<td>0.5</td>" in explorer.table_html.value
+
+    explorer.direction_buttons.value = RelationDirection.Incoming
+    explorer.wait(10)
+    assert [r.entity.id for r in explorer.related] == ["ada"]
+    explorer.depth_slider.value = 2
+    explorer.wait(10)
+    assert [r.entity.id for r in explorer.related] == ["ada", "evil"]
+    assert "engine → ada → evil" in explorer.table_html.value
+    explorer.direction_buttons.value = RelationDirection.Both
+    explorer.wait(10)
+    assert {r.entity.id for r in explorer.related} == {"ada", "notes", "evil"}
+    assert sorted(explorer.node_ids) == ["ada", "engine", "evil", "notes"]
+
+    explorer.search("zzzqqq").wait(10)
+    assert "No entity matches" in explorer.status_html.value
+    explorer.show("missing").wait(10)
+    assert "missing" in explorer.error_html.value
+
+
+def test_colours_by_type_and_theme(graph: InMemoryGraph) -> None:
+    light, dark = GraphExplorer(graph), GraphExplorer(graph, theme="dark")
+    assert len(set(light._colours.values())) == 3
+    assert light._colours != dark._colours
+    assert '"background": "#111111"' in dark.page
+    with pytest.raises(InvalidInputError):
+        GraphExplorer(graph, theme="blue")
+
+
+def test_sqlite_graph(tmp_path: Path) -> None:
+    graph = _fill(SqliteGraph(SqliteStore(tmp_path / "g.db"), "kg"))
+    explorer = GraphExplorer(graph, center="ada", depth=2)
+    assert [r.entity.id for r in explorer.related] == ["engine", "notes"]
+    assert explorer.last_error is None
+
+
+def test_magic(graph: InMemoryGraph, capsys: pytest.CaptureFixture[str]) -> None:
+    # A stand-in shell: starting IPython's global test shell here would break test_magics.py.
+    shell = SimpleNamespace(user_ns={"kg": graph, "_hidden": InMemoryGraph()}, configurables=[])
+    explorer = graph_command(shell, "kg ada --depth 2")
+    assert explorer.center == "ada" and explorer.depth == 2
+    assert [r.entity.id for r in explorer.related] == ["engine", "notes"]
+    assert graph_command(shell, "").center is None
+    assert graph_command(shell, "engine --direction incoming").related[0].entity.id == "ada"
+    assert graph_command(shell, "kg --dark").theme == "dark"
+    with pytest.raises(CommandError, match="no variable 'nope'"):
+        graph_command(shell, "nope ada")
+    with pytest.raises(CommandError, match="--depth"):
+        graph_command(shell, "kg --depth 9")
+    magics = AgcoreMagics(shell)
+    assert magics.agcore("graph kg evil") is None
+    assert "GraphExplorer(4 entities, center='evil'" in capsys.readouterr().out
+    shell.user_ns["kg2"] = InMemoryGraph()
+    assert magics.agcore("graph") is None
+    assert "agcore: 2 knowledge graphs in the notebook" in capsys.readouterr().err
+    shell.user_ns["text"] = "not a graph"
+    magics.agcore("graph text ada")
+    assert "holds a str, not a graph" in capsys.readouterr().err
+    magics.agcore("help")
+    assert "%agcore graph [VAR] [ENTITY]" in capsys.readouterr().out
