@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from agcore_lab.store.base import LinkRecord, SessionRecord, Store
 
 __all__ = [
     "T0",
+    "run_checks",
     "chain_links",
     "chain_messages",
     "every_kind_of_message",
@@ -92,3 +93,28 @@ def every_kind_of_message() -> list[Message]:
         ToolMessage(content="Error: boom", tool_call_id="call_2", name="add", is_error=True),
         AssistantMessage(content="2 + 3 = 5"),
     ]
+
+
+def run_checks(
+    checks: Mapping[str, Callable[[Any], None]],
+    make: Callable[[], Any],
+    run_one: Callable[[Callable[[], Any], Callable[[Any], None]], None],
+    *,
+    only: Iterable[str] | None,
+    failure: type[AssertionError],
+    what: str,
+) -> None:
+    """Run named checks (``only`` some of them), each through ``run_one(make, check)``, and
+    raise ``failure`` listing every check that failed and why."""
+    names = list(checks) if only is None else list(only)
+    failures: list[str] = []
+    for name in names:
+        try:
+            run_one(make, checks[name])
+        except AssertionError as exc:
+            failures.append(f"{name}: {exc}")
+    if failures:
+        raise failure(
+            f"{len(failures)} of {len(names)} {what} conformance checks failed:\n"
+            + "\n".join(failures)
+        )

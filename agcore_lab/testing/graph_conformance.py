@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from agcore_lab.errors import InvalidInputError, NotFoundError
 from agcore_lab.kg.base import KnowledgeGraph
 from agcore_lab.kg.types import GraphEntity, GraphRelation
-from agcore_lab.testing._support import expect, expect_equal, expect_raises
+from agcore_lab.testing._support import expect, expect_equal, expect_raises, run_checks
 from agcore_lab.testing.graph_walk_checks import (
     build,
     check_walk_depth_zero_and_cycles,
@@ -302,18 +302,14 @@ def run_graph_conformance(make_graph: GraphFactory, *, only: Iterable[str] | Non
         GraphConformanceFailure: Some checks failed; the message names each and why.
         KeyError: ``only`` names an unknown check.
     """
-    names = list(GRAPH_CHECKS) if only is None else list(only)
-    failures: list[str] = []
-    for name in names:
-        try:
-            _run_check(make_graph, GRAPH_CHECKS[name])
-        except AssertionError as exc:
-            failures.append(f"{name}: {exc}")
-    if failures:
-        raise GraphConformanceFailure(
-            f"{len(failures)} of {len(names)} graph conformance checks failed:\n"
-            + "\n".join(failures)
-        )
+    run_checks(
+        GRAPH_CHECKS,
+        make_graph,
+        _run_check,
+        only=only,
+        failure=GraphConformanceFailure,
+        what="graph",
+    )
 
 
 class GraphConformance:

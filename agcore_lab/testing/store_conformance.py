@@ -40,6 +40,7 @@ from agcore_lab.testing._support import (
     expect,
     expect_equal,
     expect_raises,
+    run_checks,
     session_record,
 )
 from agcore_lab.testing.memory_checks import (
@@ -339,18 +340,14 @@ def run_store_conformance(make_store: StoreFactory, *, only: Iterable[str] | Non
         ConformanceFailure: Some checks failed; the message names each and why.
         KeyError: ``only`` names an unknown check.
     """
-    names = list(CONFORMANCE_CHECKS) if only is None else list(only)
-    failures: list[str] = []
-    for name in names:
-        try:
-            _run_check(make_store, CONFORMANCE_CHECKS[name])
-        except AssertionError as exc:
-            failures.append(f"{name}: {exc}")
-    if failures:
-        raise ConformanceFailure(
-            f"{len(failures)} of {len(names)} store conformance checks failed:\n"
-            + "\n".join(failures)
-        )
+    run_checks(
+        CONFORMANCE_CHECKS,
+        make_store,
+        _run_check,
+        only=only,
+        failure=ConformanceFailure,
+        what="store",
+    )
 
 
 class StoreConformance:
