@@ -52,11 +52,17 @@ def _check_file(path: Path, session_id: str, checked: set[str]) -> int:
             assert snapshot.turn_index == meta.turn_index
         checked.update(c.ckpt_id for c in every)
 
+        before = checkpointer.list_checkpoints_sync(session_id)[0]
+        # Recovery keeps what was committed: if the kill fell between a turn and its
+        # checkpoint, that turn stays and a "recovered" checkpoint records it.
+        session = manager.recover_sync(session_id)
         ckpts = checkpointer.list_checkpoints_sync(session_id)
         latest = ckpts[0]
-        session = manager.recover_sync(session_id)  # at the latest checkpoint
         assert session.turn_index == latest.turn_index
         assert len(session.messages) == latest.message_count
+        assert latest.turn_index in (before.turn_index, before.turn_index + 1)
+        if latest.ckpt_id != before.ckpt_id:
+            assert (latest.label, latest.parent_ckpt_id) == ("recovered", before.ckpt_id)
         fresh = {c.ckpt_id for c in new}
         mine = [c for c in ckpts if c.ckpt_id in fresh]
         assert mine
