@@ -4,7 +4,8 @@ Runs fully offline on ``ScriptedModel`` and a SQLite file in the working directo
 with tool calls, a fork into a second slot, a merge, an automatic summary, session memory, a
 session tree with checkpoints, a fork from a checkpoint and a rollback, a tool call approved by
 a person (from code), sub-agents dispatched in parallel, retrieval over a few notes (split,
-embedded offline, stored in the same file), and a printed report.
+embedded offline, stored in the same file), a knowledge graph with hybrid retrieval, and a
+printed report.
 Running it again adds new sessions to the same file.
 """
 
@@ -95,6 +96,8 @@ class DemoReport:
     approval_reply: str = ""
     dispatched: int = 0
     rag_chunks: int = 0
+    graph_related: int = 0
+    graph_strategy: str = ""
     rag_answers: dict[str, list[str]] = field(default_factory=dict)
     turns: int = 0
     tokens: int = 0
@@ -150,10 +153,11 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     out("\n8. Retrieval over a few notes")
     rag = rag_demo_step(store, out)
     report.rag_chunks, report.rag_answers = rag["chunks"], rag["answers"]
+    _graph_step(store, report, out)
     report.sessions_in_store = len(store.list_sessions())
     store.close()
 
-    out("\n9. Report")
+    out("\n10. Report")
     out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
@@ -163,6 +167,8 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     out(f"  session tree: {report.tree_sizes}   checkpoints of the writer: {report.checkpoints}")
     out(f"  approved transfer: {report.approval_reply}   sub-agent results: {report.dispatched}")
     out(f"  chunks in the vector store: {report.rag_chunks}")
+    out(f"  graph: {report.graph_related} related to 'agcore_lab'")
+    out(f"  retrieval strategy that ran: {report.graph_strategy}")
     out(f"  sessions in {db_path}: {report.sessions_in_store}")
     return report
 
@@ -244,3 +250,45 @@ def _time_travel(store: SqliteStore, report: DemoReport, out: Callable[[str], No
     report.tree_sizes = [len(manager.tree_sync(sid)), len(manager.children_sync(sid))]
     report.checkpoints = len(manager.checkpointer.list_checkpoints_sync(sid))
     report.fork_reply = reply
+
+
+def _graph_step(store: SqliteStore, report: DemoReport, out: Callable[[str], None]) -> None:
+    # Lazy: networkx and scikit-learn load here, not at `import agcore_lab`.
+    from agcore_lab.kg import (
+        GraphEntity,
+        GraphRelation,
+        KnowledgeStore,
+        MemoryRetriever,
+        SqliteGraph,
+    )
+
+    out("\n9. A knowledge graph beside the documents, and hybrid retrieval")
+    graph = SqliteGraph(store, "demo")
+    entities = {
+        "agcore_lab": "library",
+        "sqlite": "storage",
+        "checkpoint": "concept",
+        "jupyter": "tool",
+    }
+    for entity_id, kind in entities.items():
+        graph.add_entity_sync(GraphEntity(id=entity_id, name=entity_id, entity_type=kind))
+    for source, target, kind, weight in [
+        ("agcore_lab", "sqlite", "stores_in", 0.9),
+        ("agcore_lab", "jupyter", "shows_in", 0.8),
+        ("sqlite", "checkpoint", "holds", 0.7),
+    ]:
+        graph.add_relation_sync(
+            GraphRelation(source=source, target=target, relation_type=kind, weight=weight)
+        )
+    related = graph.get_related_sync("agcore_lab", depth=2)
+    for item in related:
+        path = " > ".join(item.path)
+        out(f"  {item.entity.id:<11} score {item.score:.2f}  via {path}")
+    knowledge = KnowledgeStore()
+    knowledge.add("ckpt-note", "A checkpoint records slot heads, never a copy of the history.")
+    result = MemoryRetriever(knowledge, graph).retrieve_sync("checkpoint", k=3)
+    out(f"  hybrid retrieval for 'checkpoint' ({result.strategy.value}):")
+    for hit in result.items:
+        out(f"    {hit.kind:<9} {hit.id:<11} {hit.score():.2f}")
+    report.graph_related = len(related)
+    report.graph_strategy = result.strategy.value

@@ -29,6 +29,7 @@ def test_demo_runs_offline_and_twice(tmp_path: Path) -> None:
     assert first.fork_reply == "A better draft two."
     assert first.approval_reply == "Done." and first.dispatched == 5
     assert first.rag_chunks > 0
+    assert first.graph_related == 3 and first.graph_strategy == "hybrid"
     assert first.rag_answers["how do I undo a turn?"][0] == "notes/time-travel.md"
     # the calculator, the writer and its fork, the bank, the lead and its five workers
     assert first.sessions_in_store == 10
@@ -51,7 +52,7 @@ def test_demo_command_line(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "9. Report" in done.stdout and "sessions in" in done.stdout
+    assert "10. Report" in done.stdout and "sessions in" in done.stdout
 
 
 def test_command_line_without_command_shows_help() -> None:
