@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -177,8 +178,16 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         return RelationDirection(self.direction_buttons.value)
 
     def wait(self, timeout: float = 10.0) -> bool:
-        """Block until every started search or walk has updated the view; ``False`` on timeout."""
-        return all(task.wait(timeout) for task in list(self.tasks))
+        """Block until every started search or walk — including a walk that a finished search
+        started — has updated the view; ``False`` on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = [task for task in list(self.tasks) if not task.done]
+            if not pending:
+                return True
+            for task in pending:
+                if not task.wait(max(0.0, deadline - time.monotonic())):
+                    return False
 
     # -- engine calls ---------------------------------------------------------------------------
 

@@ -161,3 +161,17 @@ def test_magic(graph: InMemoryGraph, capsys: pytest.CaptureFixture[str]) -> None
     assert "holds a str, not a graph" in capsys.readouterr().err
     magics.agcore("help")
     assert "%agcore graph [VAR] [ENTITY]" in capsys.readouterr().out
+
+
+def test_wait_covers_the_walk_a_search_starts() -> None:
+    small = InMemoryGraph()
+    for entity_id in "abc":
+        small.add_entity_sync(GraphEntity(id=entity_id, name=f"node {entity_id}", entity_type="t"))
+    small.add_relation_sync(GraphRelation(source="a", target="b"))
+    small.add_relation_sync(GraphRelation(source="b", target="c"))
+    explorer = GraphExplorer(small)
+    assert explorer.wait()
+    explorer.search("node a")
+    assert explorer.wait()  # no sleeping: the follow-up walk is covered too
+    assert explorer.center == "a"
+    assert [item.entity.id for item in explorer.related] == ["b"]
