@@ -11,15 +11,12 @@ surfaces as a :class:`~agcore_lab.errors.ModelError` subclass, and the API key n
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -40,13 +37,13 @@ from agcore_lab.llm.base import (
 )
 from agcore_lab.llm.messages import Message, messages_to_openai
 from agcore_lab.llm.openai_wire import StreamState, load_chunk, parse_completion
+from agcore_lab.llm.retry import RETRY_STATUSES, backoff_delay
 from agcore_lab.llm.sse import SSEEvent, SSEParser
 
 __all__ = ["RETRY_STATUSES", "OpenAIChatModel"]
 
 logger = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _HINTS = {
     401: " (check the API key: api_key or OPENAI_API_KEY)",
     403: " (check the API key and its permissions)",
@@ -303,10 +300,7 @@ class OpenAIChatModel:
         )
 
     async def _backoff(self, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
-        delay = min(self.backoff_max, self.backoff_base * 2.0 ** min(attempt, 60))
-        hinted = _retry_after(headers) if headers is not None else None
-        if hinted is not None:
-            delay = min(self.backoff_max, hinted)
+        delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, headers)
         logger.info(
             "%s: %s; retry %d of %d in %.2fs",
             self._display_url,
@@ -377,24 +371,3 @@ def _error_excerpt(text: str) -> str:
     message = error.get("message") if isinstance(error, dict) else error
     excerpt = message if isinstance(message, str) and message else text.strip()
     return excerpt[:200] or "(empty body)"
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``)."""
-    millis, value = headers.get("retry-after-ms"), headers.get("retry-after")
-    for raw, scale in ((millis, 0.001), (value, 1.0)):
-        try:
-            seconds = float(raw) * scale if raw is not None else math.nan
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    if value is None:
-        return None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -27,6 +27,7 @@ from agcore_lab.errors import (
     ModelProtocolError,
     ModelTimeoutError,
 )
+from agcore_lab.llm.retry import RETRY_STATUSES, backoff_delay
 from agcore_lab.rag.embeddings import Vectors, as_texts, normalize_rows
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ KNOWN_DIMENSIONS = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class OpenAIEmbedding:
@@ -255,7 +255,7 @@ class OpenAIEmbedding:
                             model=self.model,
                         ) from exc
                 status = response.status_code
-                if status not in _RETRY_STATUSES or attempt >= self.max_retries:
+                if status not in RETRY_STATUSES or attempt >= self.max_retries:
                     text = self._redact(response.text)
                     retried = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelHTTPError(
@@ -268,12 +268,7 @@ class OpenAIEmbedding:
             attempt += 1
 
     def _backoff(self, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
-        from agcore_lab.llm.openai import _retry_after
-
-        delay = min(self.backoff_max, self.backoff_base * 2.0 ** min(attempt, 60))
-        hinted = _retry_after(headers) if headers is not None else None
-        if hinted is not None:
-            delay = min(self.backoff_max, hinted)
+        delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, headers)
         logger.info(
             "%s: %s; retry %d of %d in %.2fs",
             self._url,
