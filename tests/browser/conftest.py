@@ -68,6 +68,31 @@ class JupyterLab:
     log_path: Path
     dialogs: list[str] = field(default_factory=list)
 
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """Write a notebook of code ``cells`` (kernel ``python3``) into the root dir."""
+        import nbformat
+
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.cells = [nbformat.v4.new_code_cell(cell) for cell in cells]
+        nbformat.write(nb, str(self.root_dir / name))
+        return name
+
+    def run_cell(self, page: Any, index: int) -> None:
+        """Run one cell of the open notebook (by position)."""
+        page.evaluate(
+            """(index) => {
+              const panel = window.jupyterapp.shell.currentWidget;
+              panel.content.activeCellIndex = index;
+              return window.jupyterapp.commands.execute('notebook:run-cell');
+            }""",
+            index,
+        )
+
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import nbformat
 import pytest
 
 SETUP = """\
@@ -39,30 +38,13 @@ READ_BACK = """\
 call = manager.pending_calls(include_resolved=True)[0]
 print(call.status, runs, manager.get_sync(sid).messages[-1].text)"""
 
-RUN_SECOND_CELL = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  panel.content.activeCellIndex = 1;
-  return window.jupyterapp.commands.execute('notebook:run-cell');
-}"""
-
 pytestmark = pytest.mark.browser
-
-
-def _write_notebook(path: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(READ_BACK)]
-    nbformat.write(nb, str(path))
 
 
 def test_approve_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     from playwright.sync_api import expect
 
-    _write_notebook(jupyter_lab.root_dir / "approval.ipynb")
+    jupyter_lab.write_notebook("approval.ipynb", [SETUP, READ_BACK])
     jupyter_lab.open_notebook(page, "approval.ipynb")
     # Only the first cell: the read-back runs after the click.
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
@@ -93,7 +75,7 @@ def test_approve_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     assert shot.stat().st_size > 10_000
 
     # The kernel agrees: executed once, and the turn ended with the reply.
-    page.evaluate(RUN_SECOND_CELL)
+    jupyter_lab.run_cell(page, 1)
     read_back = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
     expect(read_back).to_have_text(
         "EXECUTED [('u2', 100)] Done: 100 are on their way to u2.", timeout=30_000

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -23,17 +22,6 @@ viewer"""
 pytestmark = pytest.mark.browser
 
 
-def _write_notebook(path: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(SETUP)]
-    nbformat.write(nb, str(path))
-
-
 def _background(page: Any, selector: str) -> str:
     return str(page.eval_on_selector(selector, "el => getComputedStyle(el).backgroundColor"))
 
@@ -41,7 +29,7 @@ def _background(page: Any, selector: str) -> str:
 def test_diff_viewer_merge_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     from playwright.sync_api import expect
 
-    _write_notebook(jupyter_lab.root_dir / "diff_viewer.ipynb")
+    jupyter_lab.write_notebook("diff_viewer.ipynb", [SETUP])
     jupyter_lab.open_notebook(page, "diff_viewer.ipynb")
     jupyter_lab.run_all_cells(page)
 

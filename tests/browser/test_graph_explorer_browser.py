@@ -6,7 +6,6 @@ import json
 import time
 from typing import Any
 
-import nbformat
 import pytest
 
 XSS = "<img src=x onerror=alert(1)> href"
@@ -33,17 +32,6 @@ ALERT_TRAP = "window.__agcAlerts = []; window.alert = (m) => window.__agcAlerts.
 pytestmark = pytest.mark.browser
 
 
-def _write_notebook(path: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(SETUP)]
-    nbformat.write(nb, str(path))
-
-
 def _graph_frame(iframe: Any, nodes: int, timeout: float = 60.0) -> Any:
     """The iframe's document once its network shows ``nodes`` nodes (the frame is new on
     every redraw: the widget's HTML is replaced)."""
@@ -67,7 +55,7 @@ def test_graph_explorer_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     from playwright.sync_api import expect
 
     page.add_init_script(ALERT_TRAP)
-    _write_notebook(jupyter_lab.root_dir / "graph_explorer.ipynb")
+    jupyter_lab.write_notebook("graph_explorer.ipynb", [SETUP])
     jupyter_lab.open_notebook(page, "graph_explorer.ipynb")
     jupyter_lab.run_all_cells(page)
 

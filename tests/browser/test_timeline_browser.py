@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
 SETUP = """\
@@ -28,30 +27,13 @@ from agcore_lab.jupyter import SessionTreeBrowser
 
 SessionTreeBrowser(manager)"""
 
-RUN_SECOND_CELL = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  panel.content.activeCellIndex = 1;
-  return window.jupyterapp.commands.execute('notebook:run-cell');
-}"""
-
 pytestmark = pytest.mark.browser
-
-
-def _write_notebook(path: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, READ_BACK, TREE)]
-    nbformat.write(nb, str(path))
 
 
 def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     from playwright.sync_api import expect
 
-    _write_notebook(jupyter_lab.root_dir / "timeline.ipynb")
+    jupyter_lab.write_notebook("timeline.ipynb", [SETUP, READ_BACK, TREE])
     jupyter_lab.open_notebook(page, "timeline.ipynb")
     jupyter_lab.run_all_cells(page)
 
@@ -88,6 +70,6 @@ def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     assert shot.stat().st_size > 10_000
 
     # The kernel agrees: the live session's turn index went back.
-    page.evaluate(RUN_SECOND_CELL)
+    jupyter_lab.run_cell(page, 1)
     expect(read_back).to_have_text("turn index: 1", timeout=30_000)
     assert jupyter_lab.dialogs == []
