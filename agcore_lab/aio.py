@@ -167,6 +167,14 @@ class CrossLoopLock:
         """Whether someone holds the lock."""
         return self._held
 
+    def try_acquire(self) -> bool:
+        """Hold the lock if it is free right now; ``False`` (without waiting) otherwise."""
+        with self._guard:
+            if self._held:
+                return False
+            self._held = True
+            return True
+
     async def acquire(self) -> None:
         """Wait until the lock is free, then hold it."""
         with self._guard:

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agcore_lab.agent.agent import Agent, RuntimeBundle
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.agent.summary import SummaryConfig

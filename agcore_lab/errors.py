@@ -16,6 +16,8 @@ The tree::
     │   │   ├── SessionNotFoundError
     │   │   └── SlotNotFoundError
     │   ├── ConflictError              409: run/interrupt mismatch, already resolved
+    │   │   ├── StaleSessionError      a write based on an older version of the session
+    │   │   └── SessionBusyError       another writer holds the session's turn lease
     │   ├── GoneError                  410: expired
     │   └── UnprocessableError         422: invalid or wrong-version snapshot
     ├── AgentRunError                  a turn could not finish
@@ -48,8 +50,10 @@ __all__ = [
     "ModelTimeoutError",
     "NotFoundError",
     "ProblemError",
+    "SessionBusyError",
     "SessionNotFoundError",
     "SlotNotFoundError",
+    "StaleSessionError",
     "StorageError",
     "UnprocessableError",
     "UserError",
@@ -148,6 +152,67 @@ class ConflictError(ProblemError):
     status = 409
     title = "Conflict"
     slug = "conflict"
+
+
+class StaleSessionError(ConflictError):
+    """409: the write was based on an older version of the session than the store holds.
+
+    Another writer (a task, thread, kernel or machine) changed the session in between; this
+    write stored nothing. Call ``session.refresh()`` (or ``manager.refresh(session_id)``) to
+    load the stored state, then try again.
+
+    Attributes:
+        session_id: The session.
+        expected_version: The version the write was based on.
+        stored_version: The version the store holds (``None``: the session is gone).
+    """
+
+    title = "Stale session"
+    slug = "stale-session"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        expected_version: int,
+        stored_version: int | None,
+        **context: Any,
+    ) -> None:
+        super().__init__(
+            message,
+            session_id=session_id,
+            expected_version=expected_version,
+            stored_version=stored_version,
+            **context,
+        )
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        """Problem details with the session and both versions as extension members."""
+        problem = super().to_problem(instance)
+        problem.update(
+            session_id=self.context["session_id"],
+            expected_version=self.context["expected_version"],
+            stored_version=self.context.get("stored_version"),
+        )
+        return problem
+
+
+class SessionBusyError(ConflictError):
+    """409: another writer holds the session's turn lease; nothing of this call ran.
+
+    A turn takes the lease before it calls the model, so a second simultaneous writer is
+    stopped before any tool runs. Wait for the other turn (``submit_turn(..., wait=seconds)``)
+    or try again later. A crashed holder's lease runs out by itself.
+
+    Attributes:
+        session_id: The session.
+        holder: Who holds the lease (``host:pid:token``).
+        lease_expires_at: When the lease runs out unless renewed (UTC).
+    """
+
+    title = "Session busy"
+    slug = "session-busy"
 
 
 class GoneError(ProblemError):

@@ -1,6 +1,7 @@
 """Agents and their sessions: turns, tool loop, context slots, memory, summaries."""
 
-from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import (
     ToolCallStarted,
     ToolResultReady,

@@ -1,27 +1,20 @@
-"""``Agent`` (what an agent is) and ``RuntimeBundle`` (the services its sessions share)."""
+"""``Agent``: what an agent is (a name, instructions, a model and tools)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import ChatModel, ToolSpec
 from agcore_lab.llm.scripted import ScriptedModel
 from agcore_lab.llm.tools import Tool, as_tools
-from agcore_lab.llm.usage import DEFAULT_PRICES, PriceTable
-from agcore_lab.store.base import Store
 
-if TYPE_CHECKING:
-    from agcore_lab.agent.events import TurnResult
-    from agcore_lab.agent.session import AgentSession
+__all__ = ["Agent"]
 
-__all__ = ["Agent", "RuntimeBundle", "TurnHook"]
-
-TurnHook: TypeAlias = Callable[["AgentSession", "TurnResult"], Awaitable[None] | None]
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
@@ -75,26 +68,3 @@ class Agent:
     def tool_specs(self) -> list[ToolSpec]:
         """What the model is told about the tools."""
         return [tool.spec for tool in self.tool_map.values()]
-
-
-def _default_store() -> Store:
-    from agcore_lab.store.sqlite import SqliteStore
-
-    return SqliteStore(":memory:")
-
-
-@dataclass(kw_only=True)
-class RuntimeBundle:
-    """Services shared by a session and its child sessions.
-
-    Args:
-        store: Where sessions are kept; an in-memory SQLite store by default.
-        hooks: Turn-end hooks ``hook(session, result)``, sync or async, run after every turn
-            of every session using this bundle (after the turn was committed). A hook that
-            raises is logged; the turn still succeeds.
-        prices: The price table for cost tracking.
-    """
-
-    store: Store = field(default_factory=_default_store)
-    hooks: list[TurnHook] = field(default_factory=list)
-    prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))

@@ -1,4 +1,4 @@
-"""Human approval of tool calls: decisions, and resuming an interrupted turn.
+"""Human approval of tool calls: decisions, and the approval steps of a turn.
 
 A tool marked ``requires_approval`` (or whose policy says so for a call) suspends the turn: the
 turn's messages so far are committed together with a :class:`PendingToolCall`, and the turn
@@ -6,11 +6,22 @@ result has ``status == "interrupted"`` and ``pending_tool_call``. ``resume`` rec
 decision with a compare-and-set on the stored status (exactly one of concurrent resumes wins —
 threads, tasks or processes), runs an approved tool exactly once, and continues the turn.
 
+The process running an approved tool holds an *executor lease* on the call and renews it while
+the tool runs. If it dies, the call stays ``APPROVED_EXECUTING`` with a lease that ran out: it
+is *in doubt* (the tool may or may not have run), a new turn is refused, and a person settles it
+(``settle``: with the result they know, or an "outcome unknown" error), after which the turn
+continues. A call that was ``EXECUTED`` but whose turn was never continued (the process died in
+between) is continued from its stored result, exactly once, by ``recover``.
+
 Rules for time travel: rolling back to a checkpoint taken before the call removes it from the
 pending list; rolling back to one taken while it was pending brings it back as a *new* pending
 interrupt. A rollback never runs a tool. If the original call had already been executed, the
 restored one says so (``previously_executed``) and approving it again needs
 ``Approve(rerun=True)`` — it is never re-run silently.
+
+The functions here are the approval steps of one turn; :class:`~agcore_lab.agent.session.
+AgentSession` calls them in order (``before_turn`` → ``new_pending`` at commit; ``resume``:
+``decide`` → ``continue``).
 """
 
 from __future__ import annotations
@@ -20,9 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from agcore_lab.agent.events import TurnResult
-from agcore_lab.agent.turn import TurnDraft, resume_turn
-from agcore_lab.aio import CrossLoopLock, run_sync
+from agcore_lab.agent.lease import keep_alive
+from agcore_lab.agent.turn import TurnDraft
 from agcore_lab.errors import ConflictError, InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import AssistantMessage, ToolCall, ToolMessage
@@ -32,11 +42,28 @@ from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
-    from agcore_lab.agent.slots import ContextSlot
-    from agcore_lab.llm.usage import CostTracker
     from agcore_lab.store.base import Store
 
-__all__ = ["Approve", "ApprovalOperations", "Decision", "Reject", "RunNotFoundError", "as_decision"]
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "Approve",
+    "Decision",
+    "Reject",
+    "RunNotFoundError",
+    "answer_the_rest",
+    "as_decision",
+    "before_turn",
+    "find_call",
+    "new_pending",
+    "reject_call",
+    "run_approved",
+    "settle_call",
+]
+
+UNKNOWN_OUTCOME = (
+    "Error: the outcome of this call is unknown: the process running it stopped before it "
+    "reported a result. A person marked it settled; do not assume it ran or did not run."
+)
 
 
 class Approve(BaseModel):
@@ -79,7 +106,7 @@ def as_decision(decision: Decision | str) -> Approve | Reject:
     )
 
 
-def _answer_the_rest(draft: TurnDraft, remaining: list[ToolCall]) -> None:
+def answer_the_rest(draft: TurnDraft, remaining: list[ToolCall]) -> None:
     """Answer every call a failure left unanswered in ``draft`` (the interrupted answer's
     remaining calls, or a later answer's), so the history stays valid for any chat API."""
     asked = [m for m in draft.new_messages if isinstance(m, AssistantMessage)]
@@ -90,178 +117,175 @@ def _answer_the_rest(draft: TurnDraft, remaining: list[ToolCall]) -> None:
             draft.answer_unexecuted(call, "the turn failed before it ran")
 
 
-class ApprovalOperations:
-    """Pending-call handling of ``AgentSession`` (mixed in)."""
+def new_pending(draft: TurnDraft, session_id: str, run_id: str) -> PendingToolCall | None:
+    """The pending-call record of a turn that stopped at a call needing approval."""
+    if draft.interrupt is None:
+        return None
+    call, remaining, timeout = draft.interrupt
+    now = utcnow()
+    return PendingToolCall(
+        interrupt_id=new_id("int"),
+        session_id=session_id,
+        run_id=run_id,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        tool_args=dict(call.arguments),
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(seconds=timeout) if timeout is not None else None,
+        remaining_calls=remaining,
+    )
 
-    session_id: str
-    agent: Agent
-    slots: dict[str, ContextSlot]
-    current_slot_id: str
-    cost_tracker: CostTracker
-    pending_interrupt_id: str | None
-    _lock: CrossLoopLock
 
-    if TYPE_CHECKING:
+def before_turn(draft: TurnDraft, call: PendingToolCall | None, session_id: str) -> None:
+    """A new turn may not start while a call is unresolved. A call that expired is answered
+    (with the calls after it) so the history stays valid, then the turn goes on.
 
-        @property
-        def store(self) -> Store: ...
-
-        def slot(self, slot_id: str) -> ContextSlot: ...
-
-        def _commit_turn(
-            self, draft: TurnDraft, *, run_id: str, continuing: bool = False
-        ) -> TurnResult: ...
-
-        async def _after_turn(self, result: TurnResult) -> None: ...
-
-        def _raise_for_status(self, result: TurnResult) -> None: ...
-
-    def pending_tool_call(self) -> PendingToolCall | None:
-        """The call this session is waiting on, or ``None`` (an overdue one shows EXPIRED)."""
-        if self.pending_interrupt_id is None:
-            return None
-        calls = self.store.list_pending(self.session_id, include_resolved=True)
-        return next((c for c in calls if c.interrupt_id == self.pending_interrupt_id), None)
-
-    def _new_pending(self, draft: TurnDraft, run_id: str) -> PendingToolCall | None:
-        if draft.interrupt is None:
-            return None
-        call, remaining, timeout = draft.interrupt
-        now = utcnow()
-        return PendingToolCall(
-            interrupt_id=new_id("int"),
-            session_id=self.session_id,
-            run_id=run_id,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            tool_args=dict(call.arguments),
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=timeout) if timeout is not None else None,
-            remaining_calls=remaining,
+    Raises:
+        ConflictError: A call waits for a decision, is being run, is in doubt, or ran without
+            its result reaching the model; the message says what to do.
+    """
+    if call is None or call.status == "REJECTED":
+        return
+    context = {"session_id": session_id, "run_id": call.run_id, "interrupt_id": call.interrupt_id}
+    if call.status == "EXPIRED":
+        draft.answer_unexecuted(call.call, "it expired without a decision")
+        for later in call.remaining_calls:
+            draft.answer_unexecuted(later, "an earlier call of the same answer expired")
+        return
+    if call.status == "PENDING_APPROVAL":
+        why = "is waiting for a decision; resume it (approve or reject) before the next turn"
+    elif call.in_doubt:
+        why = (
+            "is in doubt: the process running it stopped without reporting a result; settle "
+            "it with manager.settle(session_id, interrupt_id, result=...) before the next turn"
         )
+    elif call.status == "APPROVED_EXECUTING":
+        why = f"is being run by {call.executor}; wait for its turn to finish"
+    else:  # EXECUTED, but the turn was never continued
+        why = (
+            "ran, but its result never reached the model; manager.recover(session_id) (or "
+            "session.continue_executed()) continues the turn with it"
+        )
+    raise ConflictError(f"the call {call.tool_name!r} ({call.interrupt_id}) {why}", **context)
 
-    def _settle_before_turn(self, draft: TurnDraft) -> None:
-        """A new turn may not start while a call waits for a decision. A call that expired is
-        answered (with the calls after it) so the history stays valid, then the turn goes on."""
-        call = self.pending_tool_call()
-        if call is None:
-            self.pending_interrupt_id = None
-            return
-        if call.status == "PENDING_APPROVAL":
-            raise ConflictError(
-                f"the session is waiting for a decision on {call.tool_name!r}; resume it "
-                "(approve or reject) before the next turn",
-                session_id=self.session_id,
-                run_id=call.run_id,
-                interrupt_id=call.interrupt_id,
-            )
-        if call.status == "EXPIRED":
-            draft.answer_unexecuted(call.call, "it expired without a decision")
-            for later in call.remaining_calls:
-                draft.answer_unexecuted(later, "an earlier call of the same answer expired")
-        self.pending_interrupt_id = None
 
-    async def resume(self, run_id: str, interrupt_id: str, decision: Decision | str) -> TurnResult:
-        """Decide a pending call and continue its turn to the model's next answer.
+def find_call(
+    store: Store, session_id: str, interrupt_id: str, run_id: str | None = None
+) -> PendingToolCall:
+    """The stored call of this session.
 
-        Args:
-            run_id: The interrupted turn (``result.pending_tool_call.run_id``).
-            interrupt_id: The interrupt (``result.pending_tool_call.interrupt_id``).
-            decision: ``"approve"``, ``"reject"``, ``Approve(arguments=...)`` or
-                ``Reject(reason=...)``.
-
-        Raises:
-            RunNotFoundError: Unknown run or interrupt in this session (404).
-            ConflictError: Run/interrupt mismatch, or already resolved — another resume won
-                (409).
-            GoneError: The call expired (410); it is moved to EXPIRED.
-            InvalidInputError: Edited arguments that do not fit the tool; nothing changes.
-        """
-        choice = as_decision(decision)
-        async with self._lock:
-            call = self.store.get_pending(interrupt_id)
-            if call is None or call.session_id != self.session_id:
-                raise RunNotFoundError(
-                    "no such interrupted tool call in this session",
-                    session_id=self.session_id,
-                    run_id=run_id,
-                    interrupt_id=interrupt_id,
-                )
-            if isinstance(choice, Approve):
-                answer = await self._approve(call, run_id, choice)
-            else:
-                answer = self._reject(call, run_id, choice)
-            self.pending_interrupt_id = None
-            draft = TurnDraft(
-                slot=self.slots.get(self.current_slot_id, self.slot(self.current_slot_id)).copy(),
-                cost=self.cost_tracker.fork(),
-            )
-            try:
-                async for _event in resume_turn(
-                    self.agent, draft, answer, list(call.remaining_calls)
-                ):
-                    pass
-            except BaseException:
-                # The decision is recorded (an approved tool has run): keep the answers so far,
-                # or the model's call would stay unanswered for good. Then fail as the model did.
-                _answer_the_rest(draft, call.remaining_calls)
-                self._commit_turn(draft, run_id=call.run_id, continuing=True)
-                raise
-            result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
-            await self._after_turn(result)
-        self._raise_for_status(result)
-        return result
-
-    async def _approve(self, call: PendingToolCall, run_id: str, choice: Approve) -> ToolMessage:
-        arguments = dict(choice.arguments) if choice.arguments is not None else call.tool_args
-        tool = self.agent.tool_map.get(call.tool_name)
-        if tool is not None and choice.arguments is not None:
-            tool.validate(arguments)  # edited arguments: a clear error, nothing changes
-        if call.previously_executed and not choice.rerun:
-            raise ConflictError(
-                f"this call already ran before a rollback (as {call.previous_interrupt_id}); "
-                "approve it with Approve(rerun=True) to run it again, or reject it",
-                session_id=self.session_id,
-                interrupt_id=call.interrupt_id,
-            )
-        decided: dict[str, Any] = {"kind": "approve", "arguments": arguments}
-        self.store.decide_pending(
-            session_id=self.session_id,
+    Raises:
+        RunNotFoundError: Unknown interrupt, or it belongs to another session (404).
+    """
+    call = store.get_pending(interrupt_id)
+    if call is None or call.session_id != session_id:
+        raise RunNotFoundError(
+            "no such interrupted tool call in this session",
+            session_id=session_id,
             run_id=run_id,
+            interrupt_id=interrupt_id,
+        )
+    return call
+
+
+async def run_approved(
+    store: Store,
+    agent: Agent,
+    call: PendingToolCall,
+    run_id: str,
+    choice: Approve,
+    *,
+    executor: str,
+    lease_seconds: float,
+) -> ToolMessage:
+    """Record the approval (compare-and-set: one winner), run the tool once under an executor
+    lease, record its result, and return the tool message."""
+    arguments = dict(choice.arguments) if choice.arguments is not None else call.tool_args
+    tool = agent.tool_map.get(call.tool_name)
+    if tool is not None and choice.arguments is not None:
+        tool.validate(arguments)  # edited arguments: a clear error, nothing changes
+    if call.previously_executed and not choice.rerun:
+        raise ConflictError(
+            f"this call already ran before a rollback (as {call.previous_interrupt_id}); "
+            "approve it with Approve(rerun=True) to run it again, or reject it",
+            session_id=call.session_id,
             interrupt_id=call.interrupt_id,
-            to_status="APPROVED_EXECUTING",
-            decision=decided,
         )
-        # The winner, and only the winner, runs the tool: once.
-        executed = ToolCall(id=call.tool_call_id, name=call.tool_name, arguments=arguments)
-        outcome = await run_tool_call(executed, self.agent.tool_map)
-        self.store.decide_pending(
-            session_id=self.session_id,
-            run_id=run_id,
-            interrupt_id=call.interrupt_id,
-            from_status="APPROVED_EXECUTING",
-            to_status="EXECUTED",
-            result=outcome.message.content,
-        )
-        return outcome.message
+    decided: dict[str, Any] = {"kind": "approve", "arguments": arguments}
+    store.decide_pending(
+        session_id=call.session_id,
+        run_id=run_id,
+        interrupt_id=call.interrupt_id,
+        to_status="APPROVED_EXECUTING",
+        decision=decided,
+        executor=executor,
+        lease_seconds=lease_seconds,
+    )
+    # The winner, and only the winner, runs the tool: once, renewing its executor lease.
+    executed = ToolCall(id=call.tool_call_id, name=call.tool_name, arguments=arguments)
+    renew = lambda: store.renew_execution(call.interrupt_id, executor, ttl=lease_seconds)  # noqa: E731
+    async with keep_alive(renew, lease_seconds, "executor"):
+        outcome = await run_tool_call(executed, agent.tool_map)
+    store.decide_pending(
+        session_id=call.session_id,
+        run_id=run_id,
+        interrupt_id=call.interrupt_id,
+        from_status="APPROVED_EXECUTING",
+        to_status="EXECUTED",
+        result=outcome.message.content,
+    )
+    return outcome.message
 
-    def _reject(self, call: PendingToolCall, run_id: str, choice: Reject) -> ToolMessage:
-        self.store.decide_pending(
-            session_id=self.session_id,
-            run_id=run_id,
-            interrupt_id=call.interrupt_id,
-            to_status="REJECTED",
-            decision={"kind": "reject", "reason": choice.reason},
-        )
-        reason = choice.reason or "no reason given"
-        return ToolMessage(
-            content=f"Rejected by a person: {reason}. The tool was not run.",
-            tool_call_id=call.tool_call_id,
-            name=call.tool_name,
-            is_error=True,
-        )
 
-    def resume_sync(self, run_id: str, interrupt_id: str, decision: Decision | str) -> TurnResult:
-        """Blocking twin of :meth:`resume`."""
-        return run_sync(self.resume(run_id, interrupt_id, decision))
+def reject_call(store: Store, call: PendingToolCall, run_id: str, choice: Reject) -> ToolMessage:
+    """Record the rejection (compare-and-set) and return the tool message the model sees."""
+    store.decide_pending(
+        session_id=call.session_id,
+        run_id=run_id,
+        interrupt_id=call.interrupt_id,
+        to_status="REJECTED",
+        decision={"kind": "reject", "reason": choice.reason},
+    )
+    reason = choice.reason or "no reason given"
+    return ToolMessage(
+        content=f"Rejected by a person: {reason}. The tool was not run.",
+        tool_call_id=call.tool_call_id,
+        name=call.tool_name,
+        is_error=True,
+    )
+
+
+def settle_call(store: Store, call: PendingToolCall, result: str | None) -> ToolMessage:
+    """Resolve an in-doubt call (``APPROVED_EXECUTING`` → ``EXECUTED``, compare-and-set: one
+    winner) with the result a person supplies, or an "outcome unknown" error.
+
+    Raises:
+        ConflictError: The call is not in doubt (still being run, or already resolved).
+    """
+    context = {"session_id": call.session_id, "interrupt_id": call.interrupt_id}
+    if call.status != "APPROVED_EXECUTING":
+        raise ConflictError(
+            f"the call is {call.status}, not in doubt; only an approved call whose executor "
+            "stopped can be settled (already settled?)",
+            **context,
+        )
+    if not call.in_doubt:
+        until = call.executor_expires_at.isoformat() if call.executor_expires_at else "?"
+        raise ConflictError(
+            f"the call is still being run by {call.executor} (lease until {until}); it is not "
+            "in doubt yet",
+            **context,
+        )
+    text = UNKNOWN_OUTCOME if result is None else str(result)
+    store.decide_pending(
+        session_id=call.session_id,
+        run_id=call.run_id,
+        interrupt_id=call.interrupt_id,
+        from_status="APPROVED_EXECUTING",
+        to_status="EXECUTED",
+        result=text,
+    )
+    return ToolMessage(
+        content=text, tool_call_id=call.tool_call_id, name=call.tool_name, is_error=result is None
+    )

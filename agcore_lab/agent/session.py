@@ -8,10 +8,19 @@ Event loops: async methods are the primary API (``await session.submit_turn(...)
 await works in Jupyter). Each has a ``*_sync`` twin that runs it on agcore_lab's one background
 loop (see :mod:`agcore_lab.aio`), usable in scripts and in notebook cells alike. Turns of one
 session are serialized by a per-session lock; different sessions run concurrently.
+
+Sharing: the live object is a cache of the stored session, never its owner — other objects,
+threads, kernels or machines may hold the same session. Every write names the version it is
+based on and the store refuses it (:class:`~agcore_lab.errors.StaleSessionError`) if another
+writer moved the session on. A turn first takes the session's turn lease in the store (a
+second simultaneous writer gets :class:`~agcore_lab.errors.SessionBusyError` before any model
+call), then reloads the session if the store moved on, so writers taking turns one after the
+other each see the other's messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import inspect
 import logging
@@ -20,14 +29,17 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
-from agcore_lab.agent.approval import ApprovalOperations
+from agcore_lab.agent import approval as steps
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.approval import Approve, Decision
+from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
+from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
 from agcore_lab.agent.summary import SummaryConfig, request_summary
-from agcore_lab.agent.turn import TurnDraft, run_turn
+from agcore_lab.agent.turn import TurnDraft, resume_turn, run_turn
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
     ConfigurationError,
@@ -41,6 +53,7 @@ from agcore_lab.llm.messages import AssistantMessage, Message, ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import SessionRecord, Store
+from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
 
@@ -50,7 +63,7 @@ MAIN_SLOT = "main"
 SUMMARY_KEY = "conversation_summary"
 
 
-class AgentSession(SlotOperations, ApprovalOperations):
+class AgentSession(SlotOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -89,6 +102,8 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.current_slot_id = MAIN_SLOT
         self.hooks: list[TurnHook] = []
         self._lock = CrossLoopLock()
+        self._holder: str | None = None
+        self.version = 0
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = {}
         self.store.create_session(
@@ -125,6 +140,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self = cls.__new__(cls)
         self.agent, self.bundle, self.hooks = agent, bundle, []
         self._lock = CrossLoopLock()
+        self._holder = None
         self.restore(record)
         return self
 
@@ -145,8 +161,41 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.slots = slots or {MAIN_SLOT: ContextSlot(MAIN_SLOT)}
         self.current_slot_id = record.current_slot_id
         self.metadata = dict(record.metadata)
+        self.version = record.version
         self.session_memory = SessionMemory(store, self.session_id)
         self.pending_interrupt_id = self._unanswered_interrupt()
+
+    async def refresh(self) -> bool:
+        """Reload this live session from the store if another writer moved it on.
+
+        Waits for a running turn of this object to finish first. Returns whether anything
+        was reloaded.
+
+        Raises:
+            SessionNotFoundError: The session was destroyed (by another writer).
+        """
+        async with self._lock:
+            return self._reload_if_stale()
+
+    def is_stale(self) -> bool:
+        """Whether the store holds a newer version of this session than this object (one
+        indexed read). A destroyed session is stale too."""
+        return self.store.session_version(self.session_id) != self.version
+
+    def _reload_if_stale(self, stored: int | None = None) -> bool:
+        if stored is None:
+            stored = self.store.session_version(self.session_id)
+        if stored == self.version:
+            return False
+        record = self.store.get_session(self.session_id)
+        if record is None:
+            raise SessionNotFoundError(
+                "the session was destroyed (by another writer); it cannot be refreshed",
+                session_id=self.session_id,
+            )
+        logger.debug("session %s: reloading version %d", self.session_id, record.version)
+        self.restore(record)
+        return True
 
     def _unanswered_interrupt(self) -> str | None:
         # The latest call that stopped a turn and has no tool answer in the history yet. It
@@ -165,9 +214,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         waiting = [
             c
             for c in self.store.list_pending(self.session_id, include_resolved=True)
-            if c.status in ("PENDING_APPROVAL", "EXPIRED")
-            and c.tool_call_id in asked
-            and c.tool_call_id not in answered
+            if c.status != "REJECTED" and c.tool_call_id in asked and c.tool_call_id not in answered
         ]
         return waiting[-1].interrupt_id if waiting else None
 
@@ -263,47 +310,95 @@ class AgentSession(SlotOperations, ApprovalOperations):
             last_summary_turn=self.last_summary_turn,
             spend=self.cost_tracker.by_model,
             metadata=self.metadata,
+            version=self.version,
         )
         return record.model_copy(update=changes)
 
+    def _commit(self, record: SessionRecord, *, change: str = "turn", **parts: Any) -> None:
+        """Write ``record`` (based on this object's version) with ``parts`` in one store
+        transaction, then take the new version. Raises ``StaleSessionError`` /
+        ``SessionBusyError`` — and writes nothing — if another writer got there first."""
+        self.version = self.store.commit(record, lease_holder=self._holder, change=change, **parts)
+
+    async def set_agent(self, agent: Agent) -> None:
+        """Give the session another agent (stored by name); history and state stay.
+
+        Raises:
+            StaleSessionError, SessionBusyError: Another writer got there first.
+        """
+        async with self._lock:
+            self._commit(self._record(agent_name=agent.name), change="agent_switched")
+            self.agent = agent
+
+    def write_metadata(self, key: str, value: JsonValue) -> None:
+        """Store one metadata value of the session (shown in the tree and sessions table)."""
+        metadata = {**self.metadata, key: value}
+        self._commit(self._record(metadata=metadata), change="slot")
+        self.metadata = metadata
+
     # -- turns ------------------------------------------------------------------------------
 
-    async def submit_turn(self, text: str) -> TurnResult:
+    async def submit_turn(self, text: str, *, wait: float = 0.0) -> TurnResult:
         """Send ``text`` as a user turn and run the tool loop to the model's final answer.
+
+        Args:
+            text: The user's message.
+            wait: Seconds to wait while another writer (kernel, process) runs a turn in this
+                session; by default a busy session is refused at once.
 
         Returns:
             The turn's result: reply, tool calls and results, usage, cost, turn index.
 
         Raises:
             InvalidInputError: ``text`` is empty.
+            SessionBusyError: Another writer holds the session's turn lease (409); nothing
+                of this turn ran.
+            StaleSessionError: Another writer changed the session during this turn (409);
+                nothing of it was stored.
+            ConflictError: A tool call of the session is unresolved (pending, in doubt, or
+                waiting to be continued); the message names it.
             MaxToolRoundsError: The model kept calling tools past ``agent.max_tool_rounds``;
                 the turn's messages so far are kept, ``err.partial`` has the result.
             ModelError: The model failed; the session is unchanged.
         """
         result: TurnResult | None = None
-        async for event in self._turn(text, stream=False):
+        async for event in self._turn(text, stream=False, wait=wait):
             if isinstance(event, TurnDone):
                 result = event.result
         assert result is not None
         return result
 
-    def submit_turn_stream(self, text: str) -> AsyncIterator[TurnEvent]:
+    def submit_turn_stream(self, text: str, *, wait: float = 0.0) -> AsyncIterator[TurnEvent]:
         """Like :meth:`submit_turn`, yielding events as they come; ``TurnDone`` comes last.
 
         The turn is committed only when the stream finishes: a stream abandoned mid-way
         (``break``, ``aclose()``, cancellation) leaves the session exactly as it was.
         """
-        return self._turn(text, stream=True)
+        return self._turn(text, stream=True, wait=wait)
 
-    async def _turn(self, text: str, *, stream: bool) -> AsyncIterator[TurnEvent]:
+    @contextlib.asynccontextmanager
+    async def _leased(self, wait: float) -> AsyncIterator[None]:
+        # Hold the store's turn lease (so a second writer is refused before it acts), and
+        # build on the latest stored state. The caller holds this object's lock.
+        if self._holder is not None:  # nested inside a turn that holds it already
+            yield
+            return
+        async with turn_lease(
+            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
+        ) as (holder, stored):
+            self._reload_if_stale(stored)
+            self._holder = holder
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("a turn needs non-empty text", session_id=self.session_id)
-        async with self._lock:
-            draft = TurnDraft(
-                slot=self.current_slot.copy(),
-                cost=self.cost_tracker.fork(),
-            )
-            self._settle_before_turn(draft)
+        async with self._lock, self._leased(wait):
+            draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
+            steps.before_turn(draft, self.pending_tool_call(), self.session_id)
             async for event in run_turn(self.agent, draft, text, stream=stream):
                 yield event
             result = self._commit_turn(draft, run_id=new_id("run"))
@@ -326,9 +421,10 @@ class AgentSession(SlotOperations, ApprovalOperations):
         # A resumed turn continues the interrupted one: same run, same turn number.
         turn_index = self.turn_index if continuing else self.turn_index + 1
         slot = draft.slot
-        pending = self._new_pending(draft, run_id)
-        self.store.commit(
+        pending = steps.new_pending(draft, self.session_id, run_id)
+        self._commit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
+            change="approval" if continuing else "turn",
             messages=draft.new_messages,
             links=draft.links,
             slots=[slot.to_record(self.session_id)],
@@ -377,6 +473,108 @@ class AgentSession(SlotOperations, ApprovalOperations):
         """Run ``hook(session, result)`` (sync or async) after every turn of this session."""
         self.hooks.append(hook)
 
+    # -- approvals --------------------------------------------------------------------------
+
+    def pending_tool_call(self) -> PendingToolCall | None:
+        """The call this session is waiting on, or ``None`` (an overdue one shows EXPIRED; an
+        approved one whose executor died shows ``in_doubt``)."""
+        if self.pending_interrupt_id is None:
+            return None
+        calls = self.store.list_pending(self.session_id, include_resolved=True)
+        return next((c for c in calls if c.interrupt_id == self.pending_interrupt_id), None)
+
+    async def resume(
+        self, run_id: str, interrupt_id: str, decision: Decision | str, *, wait: float = 0.0
+    ) -> TurnResult:
+        """Decide a pending call and continue its turn to the model's next answer.
+
+        Args:
+            run_id: The interrupted turn (``result.pending_tool_call.run_id``).
+            interrupt_id: The interrupt (``result.pending_tool_call.interrupt_id``).
+            decision: ``"approve"``, ``"reject"``, ``Approve(arguments=...)`` or
+                ``Reject(reason=...)``.
+            wait: Seconds to wait while another writer holds the session's turn lease.
+
+        Raises:
+            RunNotFoundError: Unknown run or interrupt in this session (404).
+            ConflictError: Run/interrupt mismatch, or already resolved — another resume won
+                (409); ``SessionBusyError`` while another writer holds the session.
+            GoneError: The call expired (410); it is moved to EXPIRED.
+            InvalidInputError: Edited arguments that do not fit the tool; nothing changes.
+        """
+        choice = steps.as_decision(decision)
+        async with self._lock, self._leased(wait):
+            call = steps.find_call(self.store, self.session_id, interrupt_id, run_id)
+            if isinstance(choice, Approve):
+                answer = await steps.run_approved(
+                    self.store,
+                    self.agent,
+                    call,
+                    run_id,
+                    choice,
+                    executor=new_holder(),
+                    lease_seconds=self.bundle.lease_seconds,
+                )
+            else:
+                answer = steps.reject_call(self.store, call, run_id, choice)
+            result = await self._continue(call, answer)
+        self._raise_for_status(result)
+        return result
+
+    async def settle(
+        self, interrupt_id: str, *, result: str | None = None, wait: float = 0.0
+    ) -> TurnResult:
+        """Resolve an in-doubt call (its executor died while the tool ran) and continue the
+        turn, so the model sees the outcome.
+
+        Args:
+            interrupt_id: The call.
+            result: What the tool did, as far as a person knows (``"it did run: ..."``); by
+                default the model is told the outcome is unknown.
+            wait: Seconds to wait while another writer holds the session's turn lease.
+
+        Raises:
+            RunNotFoundError: Unknown interrupt in this session (404).
+            ConflictError: The call is not in doubt — still running, or already settled (409).
+        """
+        async with self._lock, self._leased(wait):
+            call = steps.find_call(self.store, self.session_id, interrupt_id)
+            answer = steps.settle_call(self.store, call, result)
+            turn = await self._continue(call, answer)
+        self._raise_for_status(turn)
+        return turn
+
+    async def continue_executed(self, *, wait: float = 0.0) -> TurnResult | None:
+        """Continue a turn whose approved call ran (``EXECUTED``) but whose process died
+        before the model saw the result; ``None`` if there is none. Exactly once: of several
+        concurrent callers (threads, processes) one continues, the others find it done."""
+        async with self._lock, self._leased(wait):
+            call = self.pending_tool_call()
+            if call is None or call.status != "EXECUTED":
+                return None
+            answer = ToolMessage(
+                content=str(call.result), tool_call_id=call.tool_call_id, name=call.tool_name
+            )
+            turn = await self._continue(call, answer)
+        self._raise_for_status(turn)
+        return turn
+
+    async def _continue(self, call: PendingToolCall, answer: ToolMessage) -> TurnResult:
+        self.pending_interrupt_id = None
+        draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
+        try:
+            async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
+                pass
+        except BaseException:
+            # The decision is recorded (an approved tool has run): keep the answers so far,
+            # or the model's call would stay unanswered for good. Then fail as the model did.
+            steps.answer_the_rest(draft, call.remaining_calls)
+            self._commit_turn(draft, run_id=call.run_id, continuing=True)
+            raise
+        result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
+        await self._after_turn(result)
+        return result
+
     # -- summaries --------------------------------------------------------------------------
 
     async def summarize(self, slot_id: str | None = None) -> str:
@@ -386,7 +584,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         and the memory entry ``conversation_summary``.
         """
         config = self.agent.summary_config or SummaryConfig()
-        async with self._lock:
+        async with self._lock, self._leased(0.0):
             return await self._summarize(config, slot_id or self.current_slot_id)
 
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
@@ -401,8 +599,9 @@ class AgentSession(SlotOperations, ApprovalOperations):
         draft, cost = slot.copy(), self.cost_tracker.fork()
         draft.summary_override, draft.mode = text, SlotMode.Focused
         cost.record(response.model, response.usage)
-        self.store.commit(
+        self._commit(
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
+            change="slot",
             slots=[draft.to_record(self.session_id)],
         )
         self.slots[slot_id], self.cost_tracker = draft, cost
@@ -416,14 +615,34 @@ class AgentSession(SlotOperations, ApprovalOperations):
 
     # -- sync twins -------------------------------------------------------------------------
 
-    def submit_turn_sync(self, text: str) -> TurnResult:
+    def submit_turn_sync(self, text: str, *, wait: float = 0.0) -> TurnResult:
         """Blocking twin of :meth:`submit_turn`."""
-        return run_sync(self.submit_turn(text))
+        return run_sync(self.submit_turn(text, wait=wait))
 
-    def submit_turn_stream_sync(self, text: str) -> Iterator[TurnEvent]:
+    def submit_turn_stream_sync(self, text: str, *, wait: float = 0.0) -> Iterator[TurnEvent]:
         """Blocking twin of :meth:`submit_turn_stream` (a plain iterator of events)."""
-        return iterate_sync(self.submit_turn_stream(text))
+        return iterate_sync(self.submit_turn_stream(text, wait=wait))
 
     def summarize_sync(self, slot_id: str | None = None) -> str:
         """Blocking twin of :meth:`summarize`."""
         return run_sync(self.summarize(slot_id))
+
+    def refresh_sync(self) -> bool:
+        """Blocking twin of :meth:`refresh`."""
+        return run_sync(self.refresh())
+
+    def resume_sync(
+        self, run_id: str, interrupt_id: str, decision: Decision | str, *, wait: float = 0.0
+    ) -> TurnResult:
+        """Blocking twin of :meth:`resume`."""
+        return run_sync(self.resume(run_id, interrupt_id, decision, wait=wait))
+
+    def settle_sync(
+        self, interrupt_id: str, *, result: str | None = None, wait: float = 0.0
+    ) -> TurnResult:
+        """Blocking twin of :meth:`settle`."""
+        return run_sync(self.settle(interrupt_id, result=result, wait=wait))
+
+    def continue_executed_sync(self, *, wait: float = 0.0) -> TurnResult | None:
+        """Blocking twin of :meth:`continue_executed`."""
+        return run_sync(self.continue_executed(wait=wait))

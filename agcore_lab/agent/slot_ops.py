@@ -6,6 +6,7 @@ store first and reaches the live slots only after it succeeded.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,10 @@ class SlotOperations:
 
         def _record(self, **changes: Any) -> SessionRecord: ...
 
+        def _commit(self, record: SessionRecord, *, change: str = "turn", **parts: Any) -> None: ...
+
+        def _leased(self, wait: float) -> AbstractAsyncContextManager[None]: ...
+
     async def fork_slot(
         self, child_id: str, *, from_slot: str | None = None, switch: bool = False
     ) -> ContextSlot:
@@ -104,8 +109,10 @@ class SlotOperations:
                 )
             child = self.slot(from_slot or self.current_slot_id).fork(child_id)
             current = child_id if switch else self.current_slot_id
-            self.store.commit(
-                self._record(current_slot_id=current), slots=[child.to_record(self.session_id)]
+            self._commit(
+                self._record(current_slot_id=current),
+                change="slot",
+                slots=[child.to_record(self.session_id)],
             )
             self.slots[child_id] = child
             self.current_slot_id = current
@@ -115,7 +122,7 @@ class SlotOperations:
         """Make ``slot_id`` the current slot. Raises ``SlotNotFoundError`` if it is unknown."""
         async with self._lock:
             slot = self.slot(slot_id)
-            self.store.commit(self._record(current_slot_id=slot_id))
+            self._commit(self._record(current_slot_id=slot_id), change="slot")
             self.current_slot_id = slot_id
             return slot
 
@@ -180,7 +187,7 @@ class SlotOperations:
             return self._save_slot(draft)
 
     def _save_slot(self, draft: ContextSlot) -> ContextSlot:
-        self.store.commit(self._record(), slots=[draft.to_record(self.session_id)])
+        self._commit(self._record(), change="slot", slots=[draft.to_record(self.session_id)])
         self.slots[draft.slot_id] = draft
         return draft
 
@@ -238,7 +245,7 @@ class SlotOperations:
             InvalidInputError: Merging a slot into itself, or an unknown strategy.
         """
         strategy = MergeStrategy(strategy)
-        async with self._lock:
+        async with self._lock, self._leased(0.0):  # Summarize calls the model
             child, target = (s.copy() for s in self._merge_pair(child_id, into))
             summary: Message | None = None
             cost = self.cost_tracker.fork()
@@ -254,8 +261,9 @@ class SlotOperations:
                     metadata={"merged_from": child.slot_id, "strategy": strategy.value},
                 )
             links = target.merge(child, strategy, summary=summary)
-            self.store.commit(
+            self._commit(
                 self._record(spend=cost.by_model),
+                change="slot",
                 messages=[summary] if summary is not None else [],
                 links=links,
                 slots=[target.to_record(self.session_id), child.to_record(self.session_id)],

@@ -110,7 +110,7 @@ class Checkpointer:
         meta = self._meta(
             session, label=label, source=source, parent=self._latest_id(session.session_id)
         )
-        self._store.put_checkpoint(meta)
+        self._store.put_checkpoint(meta, expected_version=session.version)
         self._manager.emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
         return meta.ckpt_id
 
@@ -209,7 +209,9 @@ class Checkpointer:
         session = await self._manager.get_or_recover(session_id)
         target = await self.get_checkpoint(ckpt_id, session_id)
         async with session.turn_lock:
-            record = self._record_at(target, session_id=session_id, parent_id=session.parent_id)
+            record = self._record_at(
+                target, session_id=session_id, parent_id=session.parent_id, version=session.version
+            )
             marker = target.model_copy(
                 update={
                     "ckpt_id": new_id("ckpt"),
@@ -220,13 +222,16 @@ class Checkpointer:
                 }
             )
             self._store.restore_checkpoint(target, record, marker)
-            session.restore(record)
+            session.restore(record.model_copy(update={"version": record.version + 1}))
         self._manager.emit("rollback", session_id, ckpt_id=marker.ckpt_id)
         return marker.ckpt_id
 
     @staticmethod
-    def _record_at(meta: CkptMeta, *, session_id: str, parent_id: str | None) -> SessionRecord:
+    def _record_at(
+        meta: CkptMeta, *, session_id: str, parent_id: str | None, version: int = 0
+    ) -> SessionRecord:
         return SessionRecord(
+            version=version,
             session_id=session_id,
             agent_name=meta.agent_name,
             parent_id=parent_id,
@@ -261,7 +266,7 @@ class Checkpointer:
                 "created_at": utcnow(),
             }
         )
-        self._store.restore_checkpoint(source, record, marker)  # creates the child row too
+        self._store.restore_checkpoint(source, record, marker, create=True)  # the child row
         await self._manager.adopt(child_id, parent_id=session_id)
         self._manager.emit("fork", session_id, ckpt_id=marker.ckpt_id, new_session_id=child_id)
         return child_id

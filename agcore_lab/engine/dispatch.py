@@ -159,9 +159,8 @@ class DispatchOperations:
 
     def _mark(self, child: AgentSession, status: str) -> None:
         # Stored in the child's metadata, for the tree and the sessions table.
-        child.metadata["dispatch"] = status
         try:
-            self.store.commit(child.record())
+            child.write_metadata("dispatch", status)
         except Exception:  # informative only: never mask the task's own outcome
             logger.warning("could not mark child %s as %s", child.session_id, status, exc_info=True)
 

@@ -14,7 +14,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from agcore_lab.agent.agent import Agent, RuntimeBundle
+from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
@@ -262,8 +263,11 @@ class SessionManager(DispatchOperations, ApprovalManagement):
             SessionNotFoundError: Unknown session.
         """
         self.require_stored(session_id)
+        live = self._live.get(session_id)
+        self.store.delete_session(
+            session_id, expected_version=live.version if live is not None else None
+        )
         self._pop(session_id)
-        self.store.delete_session(session_id)
         self.emit("destroyed", session_id)
 
     async def destroy_subtree(self, session_id: str) -> list[str]:
@@ -278,14 +282,7 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         """Give a session another agent. History, slots, turn index, memory and cost stay; the
         stored agent name changes; no checkpoint is taken."""
         session = await self.get_or_recover(session_id)
-        async with session.turn_lock:
-            previous = session.agent
-            session.agent = new_agent
-            try:
-                self.store.commit(session.record())
-            except BaseException:
-                session.agent = previous
-                raise
+        await session.set_agent(new_agent)
         self.register_agent(new_agent)
         self.emit("agent_switched", session_id)
 

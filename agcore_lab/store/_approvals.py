@@ -24,6 +24,7 @@ __all__ = [
     "expire_overdue",
     "insert_pending",
     "read_pending",
+    "renew_execution",
     "restore_pending",
 ]
 
@@ -63,10 +64,18 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+_PENDING_COLUMNS = (
+    "interrupt_id, session_id, run_id, tool_call_id, tool_name, tool_args_json, status, "
+    "created_at, expires_at, decided_at, decision_json, result_json, updated_at, "
+    "remaining_json, previous_interrupt_id, previously_executed, executor, executor_expires_at"
+)
+
+
 def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
     """Insert a pending call row."""
     conn.execute(
-        "INSERT INTO pending_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT INTO pending_calls ({_PENDING_COLUMNS}) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             call.interrupt_id,
             call.session_id,
@@ -84,6 +93,8 @@ def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
             _dump([c.model_dump(mode="json") for c in call.remaining_calls]),
             call.previous_interrupt_id,
             int(call.previously_executed),
+            call.executor,
+            _iso(call.executor_expires_at),
         ),
     )
 
@@ -132,6 +143,8 @@ def decide_pending(
     decision: dict[str, Any] | None = None,
     result: Any = None,
     from_status: str = "PENDING_APPROVAL",
+    executor: str | None = None,
+    executor_expires_at: datetime | None = None,
 ) -> tuple[PendingToolCall | None, Exception | None]:
     """Check and move one call on, inside the caller's write transaction.
 
@@ -163,6 +176,11 @@ def decide_pending(
             **context,
         )
     _move(conn, interrupt_id, from_status, to_status, now, decision=decision, result=result)
+    if executor is not None:
+        conn.execute(
+            "UPDATE pending_calls SET executor = ?, executor_expires_at = ? WHERE interrupt_id = ?",
+            (executor, _iso(executor_expires_at), interrupt_id),
+        )
     return read_pending(conn, "interrupt_id = ?", (interrupt_id,))[0], None
 
 
@@ -190,6 +208,20 @@ def _move(
     ).rowcount
     if changed != 1:  # cannot happen inside the write lock; never repair silently
         raise ConflictError("the call changed under a write lock", interrupt_id=interrupt_id)
+
+
+def renew_execution(
+    conn: sqlite3.Connection, interrupt_id: str, executor: str, until: datetime
+) -> bool:
+    """Extend the executor lease of an approved call still run by ``executor``."""
+    return (
+        conn.execute(
+            "UPDATE pending_calls SET executor_expires_at = ? WHERE interrupt_id = ? "
+            "AND executor = ? AND status = 'APPROVED_EXECUTING'",
+            (until.isoformat(), interrupt_id, executor),
+        ).rowcount
+        == 1
+    )
 
 
 def restore_pending(
@@ -221,6 +253,8 @@ def restore_pending(
             "result": None,
             "previous_interrupt_id": pending.interrupt_id,
             "previously_executed": executed,
+            "executor": None,
+            "executor_expires_at": None,
         }
     )
     insert_pending(conn, restored)

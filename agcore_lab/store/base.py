@@ -24,6 +24,7 @@ from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store.pending import PendingToolCall
 
 __all__ = [
+    "ChangeRecord",
     "CheckpointSource",
     "CkptMeta",
     "LinkRecord",
@@ -39,7 +40,12 @@ CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
 
 
 class SessionRecord(BaseModel):
-    """The scalar state of one session (its messages and slots live in their own records)."""
+    """The scalar state of one session (its messages and slots live in their own records).
+
+    ``version`` counts the session's state-changing writes. A record handed to a write names
+    the version it is based on; the store writes it only if it still holds that version, and
+    stores ``version + 1`` (otherwise :class:`~agcore_lab.errors.StaleSessionError`).
+    """
 
     session_id: str
     agent_name: str
@@ -51,6 +57,7 @@ class SessionRecord(BaseModel):
     last_summary_turn: int | None = None
     spend: dict[str, ModelSpend] = Field(default_factory=dict)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    version: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -164,6 +171,29 @@ class CkptMeta(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class ChangeRecord(BaseModel):
+    """One entry of a store's change feed (see :meth:`Store.changes_since`).
+
+    Attributes:
+        seq: Increasing position in the feed.
+        session_id: The session that changed.
+        kind: What happened, as a manager event kind (``turn``, ``checkpoint``, ``rollback``,
+            ``fork``, ``created``, ``destroyed``, ``approval``, ``agent_switched``, ``slot``).
+        ckpt_id: The checkpoint involved, if any.
+        new_session_id: For a fork: the new session.
+        origin: The store object that wrote it (``Store.origin``); a manager skips its own.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    session_id: str
+    kind: str
+    ckpt_id: str | None = None
+    new_session_id: str | None = None
+    origin: str
+
+
 @runtime_checkable
 class Store(Protocol):
     """Where sessions, messages, slots and memory are kept.
@@ -185,8 +215,13 @@ class Store(Protocol):
         """All sessions, oldest first."""
         ...
 
-    def delete_session(self, session_id: str) -> bool:
-        """Remove a session with its messages, links, slots and memory; ``False`` if absent."""
+    def delete_session(self, session_id: str, *, expected_version: int | None = None) -> bool:
+        """Remove a session with its messages, links, slots and memory; ``False`` if absent.
+
+        Raises:
+            StaleSessionError: ``expected_version`` is given and the store holds another.
+            SessionBusyError: Another writer's turn lease is live.
+        """
         ...
 
     def commit(
@@ -197,14 +232,61 @@ class Store(Protocol):
         links: Sequence[LinkRecord] = (),
         slots: Sequence[SlotRecord] = (),
         pending: PendingToolCall | None = None,
-    ) -> None:
+        lease_holder: str | None = None,
+        change: str = "turn",
+    ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
-        links, upserted slots, a new pending tool call, and the session record.
+        links, upserted slots, a new pending tool call, and the session record — only if the
+        store still holds ``session.version`` and no other holder's turn lease is live.
+
+        Returns:
+            The new version (``session.version + 1``).
 
         Raises:
             SessionNotFoundError: The session does not exist.
+            StaleSessionError: The store holds another version; nothing was written.
+            SessionBusyError: Another writer holds the turn lease; nothing was written.
             StorageError: The write failed; nothing of it was stored.
         """
+        ...
+
+    def session_version(self, session_id: str) -> int | None:
+        """The stored version of a session, or ``None`` (a single indexed read)."""
+        ...
+
+    def acquire_lease(self, session_id: str, holder: str, *, ttl: float) -> int:
+        """Take the session's turn lease for ``holder`` for ``ttl`` seconds (or renew it);
+        return the stored version.
+
+        Raises:
+            SessionBusyError: Another holder's lease is live.
+            SessionNotFoundError: No such session.
+        """
+        ...
+
+    def renew_lease(self, session_id: str, holder: str, *, ttl: float) -> bool:
+        """Extend ``holder``'s lease; ``False`` if it does not hold it any more."""
+        ...
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease up (no-op if ``holder`` does not hold it)."""
+        ...
+
+    @property
+    def origin(self) -> str:
+        """A token naming this store object in the change feed."""
+        ...
+
+    def watch_token(self) -> int:
+        """A cheap counter that changes when another connection or process committed."""
+        ...
+
+    def changes_since(self, seq: int) -> list[ChangeRecord]:
+        """Change-feed entries after ``seq``, oldest first (the feed keeps recent ones)."""
+        ...
+
+    def latest_change(self) -> int:
+        """The newest ``seq`` of the change feed (0 when empty)."""
         ...
 
     def load_slots(self, session_id: str) -> list[SlotRecord]:
@@ -235,8 +317,12 @@ class Store(Protocol):
         """The number of memory writes so far (0 for none)."""
         ...
 
-    def put_checkpoint(self, ckpt: CkptMeta) -> None:
-        """Store a checkpoint (one small row, whatever the history length)."""
+    def put_checkpoint(self, ckpt: CkptMeta, *, expected_version: int | None = None) -> None:
+        """Store a checkpoint (one small row, whatever the history length).
+
+        Raises:
+            StaleSessionError: ``expected_version`` is given and the session moved on.
+        """
         ...
 
     def list_checkpoints(
@@ -253,11 +339,25 @@ class Store(Protocol):
         """Delete some (or all) of a session's checkpoints; return how many."""
         ...
 
-    def restore_checkpoint(self, ckpt: CkptMeta, session: SessionRecord, marker: CkptMeta) -> int:
-        """In one transaction, make ``session`` (which may be new: a fork) hold the state of
-        ``ckpt``: its record, exactly ``ckpt.slots``, and its memory as of
-        ``ckpt.memory_version`` (copied from ``ckpt.session_id`` when that is another session).
-        Then store ``marker`` with the memory version after the restore; return that version.
+    def restore_checkpoint(
+        self,
+        ckpt: CkptMeta,
+        session: SessionRecord,
+        marker: CkptMeta,
+        *,
+        create: bool = False,
+        lease_holder: str | None = None,
+    ) -> int:
+        """In one transaction, make ``session`` hold the state of ``ckpt``: its record,
+        exactly ``ckpt.slots``, and its memory as of ``ckpt.memory_version`` (copied from
+        ``ckpt.session_id`` when that is another session). Then store ``marker`` with the
+        memory version after the restore; return that version.
+
+        ``create=True`` makes a new session (a fork) at ``session.version``; otherwise the
+        stored session must be at ``session.version`` (it is then bumped by one).
+
+        Raises:
+            StaleSessionError, SessionBusyError: As for :meth:`commit`.
         """
         ...
 
@@ -282,15 +382,23 @@ class Store(Protocol):
         decision: dict[str, JsonValue] | None = None,
         result: JsonValue = None,
         from_status: str = "PENDING_APPROVAL",
+        executor: str | None = None,
+        lease_seconds: float | None = None,
     ) -> PendingToolCall:
         """Compare-and-set a call's status in one write transaction: exactly one of any number
-        of concurrent callers wins.
+        of concurrent callers wins. Moving to ``APPROVED_EXECUTING`` records ``executor`` and
+        its lease (``lease_seconds`` from now).
 
         Raises:
             RunNotFoundError: Unknown interrupt (404).
             ConflictError: Run mismatch, or not in ``from_status`` any more (409).
             GoneError: Past its expiry; it is moved to EXPIRED first (410).
         """
+        ...
+
+    def renew_execution(self, interrupt_id: str, executor: str, *, ttl: float) -> bool:
+        """Extend the executor lease of an ``APPROVED_EXECUTING`` call; ``False`` if the call
+        is no longer run by ``executor``."""
         ...
 
     def close(self) -> None:

@@ -129,12 +129,37 @@ def _m005_graph(conn: sqlite3.Connection) -> None:
     _run(conn, GRAPH_SCHEMA)
 
 
+def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
+    # Optimistic concurrency (a version per session), turn leases, executor leases of approved
+    # calls, and the change log other processes read.
+    _run(
+        conn,
+        """
+        ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE sessions ADD COLUMN lease_holder TEXT;
+        ALTER TABLE sessions ADD COLUMN lease_expires_at TEXT;
+        ALTER TABLE pending_calls ADD COLUMN executor TEXT;
+        ALTER TABLE pending_calls ADD COLUMN executor_expires_at TEXT;
+        CREATE TABLE change_log (
+            seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id     TEXT NOT NULL,
+            kind           TEXT NOT NULL,
+            ckpt_id        TEXT,
+            new_session_id TEXT,
+            origin         TEXT NOT NULL,
+            at_us          INTEGER NOT NULL
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
     _m003_approvals,
     _m004_vectors,
     _m005_graph,
+    _m006_shared_sessions,
 ]
 
 

@@ -64,6 +64,8 @@ class PendingToolCall(BaseModel):
         remaining_calls: Calls of the same model answer still to run after this one.
         previous_interrupt_id: For a call restored by a rollback or fork: the original.
         previously_executed: The original of a restored call had already run.
+        executor: Who runs (or ran) an approved call: ``host:pid:token``.
+        executor_expires_at: When the executor's lease runs out unless it renews it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,6 +86,16 @@ class PendingToolCall(BaseModel):
     remaining_calls: list[ToolCall] = Field(default_factory=list)
     previous_interrupt_id: str | None = None
     previously_executed: bool = False
+    executor: str | None = None
+    executor_expires_at: datetime | None = None
+
+    @property
+    def in_doubt(self) -> bool:
+        """An approved call whose executor stopped renewing its lease (it crashed or hangs):
+        the tool may or may not have run. A person settles it with ``manager.settle``."""
+        if self.status != "APPROVED_EXECUTING":
+            return False
+        return self.executor_expires_at is None or utcnow() >= self.executor_expires_at
 
     @property
     def call(self) -> ToolCall:

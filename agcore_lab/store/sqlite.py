@@ -9,25 +9,28 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import JsonValue
 
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
-from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._approvals import (
     decide_pending,
     expire_overdue,
     insert_pending,
     read_pending,
+    renew_execution,
     restore_pending,
 )
 from agcore_lab.store._chains import (
@@ -36,6 +39,7 @@ from agcore_lab.store._chains import (
     insert_chain,
     read_chain,
 )
+from agcore_lab.store._changes import log_change, read_changes
 from agcore_lab.store._checkpoints import (
     delete_checkpoints,
     insert_checkpoint,
@@ -51,7 +55,24 @@ from agcore_lab.store._memory import (
     read_memory,
     write_memory,
 )
-from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
+from agcore_lab.store._sessions import (
+    acquire_lease,
+    check_writable,
+    insert_session,
+    release_lease,
+    renew_lease,
+    session_from_row,
+    stored_version,
+    update_session,
+)
+from agcore_lab.store.base import (
+    ChangeRecord,
+    CkptMeta,
+    LinkRecord,
+    MemoryEntry,
+    SessionRecord,
+    SlotRecord,
+)
 from agcore_lab.store.migrations import apply_migrations
 from agcore_lab.store.pending import PendingToolCall
 
@@ -60,7 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SqliteStore"]
 
-_SPEND = TypeAdapter(dict[str, ModelSpend])
 T = TypeVar("T")
 
 
@@ -93,6 +113,7 @@ class SqliteStore:
     def __init__(self, path: str | Path = "agcore.db", *, timeout: float = 10.0) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
+        self._origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -196,73 +217,96 @@ class SqliteStore:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _session_row(r: SessionRecord) -> tuple[Any, ...]:
-        return (
-            r.session_id,
-            r.agent_name,
-            r.parent_id,
-            _ts(r.created_at),
-            _ts(r.updated_at),
-            r.turn_index,
-            r.current_slot_id,
-            r.last_summary_turn,
-            r.prompt_tokens,
-            r.completion_tokens,
-            r.cost_usd,
-            _SPEND.dump_json(r.spend).decode(),
-            _json(r.metadata),
-        )
-
-    @staticmethod
-    def _session_from(row: sqlite3.Row) -> SessionRecord:
-        return SessionRecord(
-            session_id=row["session_id"],
-            agent_name=row["agent_name"],
-            parent_id=row["parent_id"],
-            created_at=datetime.fromisoformat(row["created_at"]),
-            updated_at=datetime.fromisoformat(row["updated_at"]),
-            turn_index=row["turn_index"],
-            current_slot_id=row["current_slot_id"],
-            last_summary_turn=row["last_summary_turn"],
-            spend=_SPEND.validate_json(row["spend_json"]),
-            metadata=json.loads(row["metadata_json"]),
-        )
-
     def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
         """Insert a new session (and its first slots); ``ConflictError`` if its id is taken."""
         with self._write() as conn:
-            if conn.execute(
-                "SELECT 1 FROM sessions WHERE session_id = ?", (record.session_id,)
-            ).fetchone():
+            if stored_version(conn, record.session_id) is not None:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
-            conn.execute(
-                "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self._session_row(record)
-            )
+            insert_session(conn, record)
             conn.executemany(
                 "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [slot_values(slot, record.session_id) for slot in slots],
             )
+            log_change(conn, record.session_id, "created", self._origin)
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""
         rows = self._read("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
-        return self._session_from(rows[0]) if rows else None
+        return session_from_row(rows[0]) if rows else None
 
     def list_sessions(self) -> list[SessionRecord]:
         """All sessions, oldest first."""
         rows = self._read("SELECT * FROM sessions ORDER BY created_at, session_id")
-        return [self._session_from(r) for r in rows]
+        return [session_from_row(r) for r in rows]
 
-    def delete_session(self, session_id: str) -> bool:
-        """Remove a session and everything it owns; ``False`` if it was not there."""
+    def session_version(self, session_id: str) -> int | None:
+        """The stored version of a session, or ``None`` (one indexed read)."""
+        return self._locked_read(lambda conn: stored_version(conn, session_id))
+
+    def delete_session(self, session_id: str, *, expected_version: int | None = None) -> bool:
+        """Remove a session and everything it owns; ``False`` if it was not there.
+
+        Refused while another writer's turn lease is live, and when ``expected_version`` is
+        given and the store holds another.
+        """
         with self._write() as conn:
-            gone = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            version = stored_version(conn, session_id)
+            if version is None:
+                return False
+            check_writable(
+                conn,
+                session_id,
+                version if expected_version is None else expected_version,
+                holder=None,
+                now=utcnow(),
+            )
+            conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             # Messages are stored once: another session's chain may still pass through them.
             delete_session_chains(conn, session_id)
             for table in ("slots", "memory_log", "checkpoints"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            return gone.rowcount > 0
+            log_change(conn, session_id, "destroyed", self._origin)
+            return True
+
+    # -- versions, leases and the change feed ---------------------------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, *, ttl: float) -> int:
+        """Take the session's turn lease (``SessionBusyError`` if another holder's is live);
+        return the stored version."""
+        with self._write() as conn:
+            return acquire_lease(conn, session_id, holder, ttl, utcnow())
+
+    def renew_lease(self, session_id: str, holder: str, *, ttl: float) -> bool:
+        """Extend ``holder``'s lease; ``False`` if it lost it."""
+        with self._write() as conn:
+            return renew_lease(conn, session_id, holder, ttl, utcnow())
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give ``holder``'s lease up."""
+        with self._write() as conn:
+            release_lease(conn, session_id, holder)
+
+    @property
+    def origin(self) -> str:
+        """This store object's name in the change feed (``host:pid:token``)."""
+        return self._origin
+
+    def watch_token(self) -> int:
+        """``PRAGMA data_version``: changes when another connection commits to the file."""
+        return int(
+            self._locked_read(lambda conn: conn.execute("PRAGMA data_version").fetchone())[0]
+        )
+
+    def changes_since(self, seq: int) -> list[ChangeRecord]:
+        """Change-feed rows after ``seq``, oldest first."""
+        return self._locked_read(lambda conn: read_changes(conn, seq))
+
+    def latest_change(self) -> int:
+        """The newest change-feed position (0 when empty)."""
+        row = self._locked_read(
+            lambda conn: conn.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()
+        )
+        return int(row[0])
 
     # -- turns, messages and slots ------------------------------------------------------------
 
@@ -274,13 +318,14 @@ class SqliteStore:
         links: Sequence[LinkRecord] = (),
         slots: Sequence[SlotRecord] = (),
         pending: PendingToolCall | None = None,
-    ) -> None:
+        lease_holder: str | None = None,
+        change: str = "turn",
+    ) -> int:
         """Write messages, links, slots, a pending call and the session record in one
-        transaction."""
+        transaction, if the store still holds ``session.version``; return the new version."""
         sid = session.session_id
         with self._write() as conn:
-            if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
-                raise SessionNotFoundError("no such session in the store", session_id=sid)
+            version = update_session(conn, session, holder=lease_holder, now=utcnow())
             renamed = insert_chain(conn, sid, messages, links)
             if pending is not None:
                 insert_pending(conn, pending)
@@ -288,10 +333,8 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [slot_values(follow_renamed(slot, renamed), sid) for slot in slots],
             )
-            conn.execute(
-                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                self._session_row(session),
-            )
+            log_change(conn, sid, change, self._origin)
+            return version
 
     def load_slots(self, session_id: str) -> list[SlotRecord]:
         """The session's slots, in creation order."""
@@ -306,16 +349,18 @@ class SqliteStore:
 
     # -- checkpoints ------------------------------------------------------------------------
 
-    def put_checkpoint(self, ckpt: CkptMeta) -> None:
-        """Store one checkpoint row."""
+    def put_checkpoint(self, ckpt: CkptMeta, *, expected_version: int | None = None) -> None:
+        """Store one checkpoint row (of a session still at ``expected_version``, if given)."""
         with self._write() as conn:
-            if not conn.execute(
-                "SELECT 1 FROM sessions WHERE session_id = ?", (ckpt.session_id,)
-            ).fetchone():
+            version = stored_version(conn, ckpt.session_id)
+            if version is None:
                 raise SessionNotFoundError(
                     "no such session in the store", session_id=ckpt.session_id
                 )
+            if expected_version is not None and version != expected_version:
+                check_writable(conn, ckpt.session_id, expected_version, holder=None, now=utcnow())
             insert_checkpoint(conn, ckpt)
+            log_change(conn, ckpt.session_id, "checkpoint", self._origin, ckpt_id=ckpt.ckpt_id)
 
     def list_checkpoints(
         self, session_id: str | None = None, *, limit: int | None = None
@@ -334,13 +379,26 @@ class SqliteStore:
         with self._write() as conn:
             return delete_checkpoints(conn, session_id, ckpt_ids)
 
-    def restore_checkpoint(self, ckpt: CkptMeta, session: SessionRecord, marker: CkptMeta) -> int:
-        """Give ``session`` the state of ``ckpt`` and store ``marker``, atomically."""
+    def restore_checkpoint(
+        self,
+        ckpt: CkptMeta,
+        session: SessionRecord,
+        marker: CkptMeta,
+        *,
+        create: bool = False,
+        lease_holder: str | None = None,
+    ) -> int:
+        """Give ``session`` the state of ``ckpt`` and store ``marker``, atomically (a new
+        session with ``create=True``, else a version-checked update)."""
         with self._write() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                self._session_row(session),
-            )
+            if create:
+                if stored_version(conn, session.session_id) is not None:
+                    raise ConflictError(
+                        "a session with this id exists", session_id=session.session_id
+                    )
+                insert_session(conn, session)
+            else:
+                update_session(conn, session, holder=lease_holder, now=utcnow())
             slots = [
                 s.model_copy(update={"session_id": session.session_id}) for s in ckpt.slots.values()
             ]
@@ -351,6 +409,19 @@ class SqliteStore:
             insert_checkpoint(
                 conn, marker.model_copy(update={"memory_version": version, "pending": pending})
             )
+            if create:
+                log_change(
+                    conn,
+                    ckpt.session_id,
+                    "fork",
+                    self._origin,
+                    ckpt_id=marker.ckpt_id,
+                    new_session_id=session.session_id,
+                )
+            else:
+                log_change(
+                    conn, session.session_id, "rollback", self._origin, ckpt_id=marker.ckpt_id
+                )
             return version
 
     # -- pending tool calls -------------------------------------------------------------------
@@ -387,8 +458,12 @@ class SqliteStore:
         decision: dict[str, JsonValue] | None = None,
         result: JsonValue = None,
         from_status: str = "PENDING_APPROVAL",
+        executor: str | None = None,
+        lease_seconds: float | None = None,
     ) -> PendingToolCall:
         """Compare-and-set one call's status; exactly one concurrent caller wins."""
+        now = utcnow()
+        until = now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None
         with self._write() as conn:
             call, error = decide_pending(
                 conn,
@@ -396,15 +471,24 @@ class SqliteStore:
                 run_id=run_id,
                 interrupt_id=interrupt_id,
                 to_status=to_status,
-                now=utcnow(),
+                now=now,
                 decision=decision,
                 result=result,
                 from_status=from_status,
+                executor=executor,
+                executor_expires_at=until,
             )
+            if error is None:
+                log_change(conn, session_id, "approval", self._origin)
         if error is not None:  # raised after the commit: an expiry found on the way is kept
             raise error
         assert call is not None
         return call
+
+    def renew_execution(self, interrupt_id: str, executor: str, *, ttl: float) -> bool:
+        """Extend the executor lease of an approved call; ``False`` if it is not ours now."""
+        with self._write() as conn:
+            return renew_execution(conn, interrupt_id, executor, utcnow() + timedelta(seconds=ttl))
 
     def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

@@ -23,6 +23,7 @@ from datetime import timedelta
 from agcore_lab.errors import (
     ConflictError,
     SessionNotFoundError,
+    StaleSessionError,
     StorageError,
 )
 from agcore_lab.llm.messages import (
@@ -49,6 +50,12 @@ from agcore_lab.testing.memory_checks import (
     check_memory_rejects_non_json,
     check_memory_set_get_delete,
     check_memory_versions,
+)
+from agcore_lab.testing.version_checks import (
+    check_change_feed,
+    check_stale_commit_writes_nothing,
+    check_turn_lease,
+    check_versions_count_writes,
 )
 
 __all__ = [
@@ -115,6 +122,13 @@ def check_delete_session(store: Store) -> None:
         slot = SlotRecord(session_id=sid, slot_id="main", head_node_id=links[-1].node_id)
         store.commit(session_record(sid), messages=messages, links=links, slots=[slot])
         store.memory_set(sid, "k", sid, {})
+    expect_raises(
+        StaleSessionError,
+        "delete_session at an old version",
+        store.delete_session,
+        "gone",
+        expected_version=0,
+    )
     expect_equal(store.delete_session("gone"), True, "delete_session of an existing session")
     expect_equal(store.get_session("gone"), None, "get_session after delete")
     expect_equal(store.load_slots("gone"), [], "slots after delete")
@@ -153,9 +167,9 @@ def check_commit_updates_session(store: Store) -> None:
     updated = session_record(
         updated_at=later, turn_index=4, current_slot_id="b", last_summary_turn=3, spend=spend
     )
-    store.commit(updated)
+    expect_equal(store.commit(updated), 1, "the version a commit returns")
     got = store.get_session("s1")
-    expect_equal(got, updated, "session after commit")
+    expect_equal(got, updated.model_copy(update={"version": 1}), "session after commit")
     expect(got is not None and got.created_at == T0, "created_at is kept across commits")
     expect(got is not None and got.cost_usd == 0.25, "cost_usd sums the spend")
 
@@ -202,7 +216,7 @@ def check_fork_shares_prefix(store: Store) -> None:
     left_links = chain_links(left, "l", prefix_links[-1])
     right_links = chain_links(right, "r", prefix_links[-1])
     store.commit(session_record(), messages=prefix, links=prefix_links)
-    store.commit(session_record(), messages=left + right, links=left_links + right_links)
+    store.commit(session_record(version=1), messages=left + right, links=left_links + right_links)
     expect_equal(chain_messages(store, "l0"), prefix + left, "left branch")
     expect_equal(chain_messages(store, "r1"), prefix + right, "right branch")
     expect_equal(
@@ -218,9 +232,9 @@ def check_message_stored_once(store: Store) -> None:
     first = UserMessage(content="first version")
     store.commit(session_record(), messages=[first], links=chain_links([first], "a"))
     again = first.model_copy(update={"content": "second version"})
-    store.commit(session_record(), messages=[again], links=chain_links([again], "b"))
+    store.commit(session_record(version=1), messages=[again], links=chain_links([again], "b"))
     # A link may also point at a stored message without sending it again.
-    store.commit(session_record(), links=chain_links([first], "c"))
+    store.commit(session_record(version=2), links=chain_links([first], "c"))
     for head in ("a0", "b0", "c0"):
         expect_equal(chain_messages(store, head), [first], f"the message behind node {head}")
 
@@ -232,8 +246,8 @@ def check_commit_is_atomic(store: Store) -> None:
     kept = UserMessage(content="kept")
     kept_links = chain_links([kept], "k")
     kept_slot = SlotRecord(session_id="s1", slot_id="main", head_node_id="k0", created_at=T0)
-    before = session_record(turn_index=1)
-    store.commit(before, messages=[kept], links=kept_links, slots=[kept_slot])
+    store.commit(session_record(turn_index=1), messages=[kept], links=kept_links, slots=[kept_slot])
+    before = session_record(turn_index=1, version=1)
 
     leaked = UserMessage(content="must not be stored")
     fresh_links = chain_links([leaked], "fresh", kept_links[-1])
@@ -244,7 +258,7 @@ def check_commit_is_atomic(store: Store) -> None:
         StorageError,
         "commit with a link whose node id exists",
         store.commit,
-        session_record(turn_index=2),
+        session_record(turn_index=2, version=1),
         messages=[leaked],
         links=[*fresh_links, duplicate],
         slots=[bad_slot, new_slot],
@@ -255,7 +269,7 @@ def check_commit_is_atomic(store: Store) -> None:
     expect_equal(chain_messages(store, "k0"), [kept], "the chain a failed commit collided with")
     # Had the failed commit stored its message, this later version would be skipped.
     retry = leaked.model_copy(update={"content": "stored later"})
-    store.commit(session_record(turn_index=2), messages=[retry], links=fresh_links)
+    store.commit(session_record(turn_index=2, version=1), messages=[retry], links=fresh_links)
     expect_equal(chain_messages(store, "fresh0"), [kept, retry], "messages of a failed commit")
 
 
@@ -290,7 +304,7 @@ def check_slots_upsert(store: Store) -> None:
             "updated_at": T0 + timedelta(minutes=1),
         }
     )
-    store.commit(session_record(), slots=[changed])
+    store.commit(session_record(version=1), slots=[changed])
     expect_equal(store.load_slots("s1"), [main, changed], "slots after an upsert")
     expect_equal(len(store.load_slots("s2")), 1, "another session's slots")
     expect_equal(store.load_slots("nobody"), [], "slots of an unknown session")
@@ -316,6 +330,10 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_memory_json_values,
         check_memory_rejects_non_json,
         check_memory_keeps_created_at,
+        check_versions_count_writes,
+        check_stale_commit_writes_nothing,
+        check_turn_lease,
+        check_change_feed,
     ]
 }
 """Every check by name, in the order they run."""
@@ -366,56 +384,17 @@ class StoreConformance:
         """Return a new, empty store of the backend under test."""
         raise NotImplementedError("override make_store() to return a new, empty store")
 
-    def _check(self, check: Check) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # One test method per check, generated: a new check needs no hand-written copy.
+        super().__init_subclass__(**kwargs)
+        for name, check in CONFORMANCE_CHECKS.items():
+            setattr(cls, f"test_{name}", _test_method(check))
+
+
+def _test_method(check: Check) -> Callable[[StoreConformance], None]:
+    def test(self: StoreConformance) -> None:
         _run_check(self.make_store, check)
 
-    def test_create_and_get_session(self) -> None:
-        self._check(check_create_and_get_session)
-
-    def test_duplicate_session_conflicts(self) -> None:
-        self._check(check_duplicate_session_conflicts)
-
-    def test_list_sessions_oldest_first(self) -> None:
-        self._check(check_list_sessions_oldest_first)
-
-    def test_delete_session(self) -> None:
-        self._check(check_delete_session)
-
-    def test_delete_keeps_shared_messages(self) -> None:
-        self._check(check_delete_keeps_shared_messages)
-
-    def test_commit_updates_session(self) -> None:
-        self._check(check_commit_updates_session)
-
-    def test_commit_unknown_session(self) -> None:
-        self._check(check_commit_unknown_session)
-
-    def test_chain_round_trip(self) -> None:
-        self._check(check_chain_round_trip)
-
-    def test_fork_shares_prefix(self) -> None:
-        self._check(check_fork_shares_prefix)
-
-    def test_message_stored_once(self) -> None:
-        self._check(check_message_stored_once)
-
-    def test_commit_is_atomic(self) -> None:
-        self._check(check_commit_is_atomic)
-
-    def test_slots_upsert(self) -> None:
-        self._check(check_slots_upsert)
-
-    def test_memory_set_get_delete(self) -> None:
-        self._check(check_memory_set_get_delete)
-
-    def test_memory_versions(self) -> None:
-        self._check(check_memory_versions)
-
-    def test_memory_json_values(self) -> None:
-        self._check(check_memory_json_values)
-
-    def test_memory_rejects_non_json(self) -> None:
-        self._check(check_memory_rejects_non_json)
-
-    def test_memory_keeps_created_at(self) -> None:
-        self._check(check_memory_keeps_created_at)
+    test.__name__ = f"test_{check.__name__.removeprefix('check_')}"
+    test.__doc__ = check.__doc__
+    return test

@@ -102,7 +102,7 @@ def test_a_failed_automatic_checkpoint_is_logged_and_the_turn_succeeds(
 ) -> None:
     sid = manager.create_sync(agent)
 
-    def broken(ckpt: Any) -> None:
+    def broken(ckpt: Any, **kwargs: Any) -> None:
         raise StorageError("disk full")
 
     monkeypatch.setattr(manager.store, "put_checkpoint", broken)

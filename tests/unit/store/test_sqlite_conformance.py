@@ -36,7 +36,7 @@ class TestSqliteFileStore(StoreConformance):
 
 
 def test_every_check_has_a_test_method() -> None:
-    methods = {name.removeprefix("test_") for name in dir(StoreConformance)}
+    methods = {name.removeprefix("test_") for name in dir(TestSqliteMemoryStore)}
     assert set(CONFORMANCE_CHECKS) <= methods
 
 
@@ -73,7 +73,7 @@ def test_a_message_linked_twice_is_one_row() -> None:
     second = LinkRecord(node_id="b0", parent_node_id=None, message_id=message.id, depth=0)
     tail = LinkRecord(node_id="b1", parent_node_id="b0", message_id=reply.id, depth=1)
     store.commit(
-        SessionRecord(session_id="s", agent_name="a"),
+        SessionRecord(session_id="s", agent_name="a", version=1),
         messages=[message, reply],
         links=[second, tail],
     )
@@ -92,6 +92,6 @@ def test_a_failed_commit_wraps_the_driver_error() -> None:
     record = SessionRecord(session_id="s", agent_name="a")
     store.commit(record, messages=[message], links=[link])
     with pytest.raises(StorageError) as info:
-        store.commit(record, links=[link])
+        store.commit(record.model_copy(update={"version": 1}), links=[link])
     assert isinstance(info.value.__cause__, sqlite3.IntegrityError)
     assert info.value.context["path"] == ":memory:"

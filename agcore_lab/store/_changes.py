@@ -1,0 +1,54 @@
+"""The change log in SQLite: one small row per state-changing write, read by other processes.
+
+Every write that changes what a view shows (a turn, a checkpoint, a rollback, a fork, an
+approval, a session created or destroyed) appends ``(seq, session_id, kind, ckpt_id, origin)``
+in its own transaction. A manager in another process polls ``PRAGMA data_version`` — a counter
+SQLite bumps when *another* connection commits, read without touching the file — and only then
+reads the rows after the last ``seq`` it saw. The log keeps its newest rows only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from agcore_lab.store.base import ChangeRecord
+
+__all__ = ["KEEP_CHANGES", "log_change", "read_changes"]
+
+KEEP_CHANGES = 10_000
+
+
+def log_change(
+    conn: sqlite3.Connection,
+    session_id: str,
+    kind: str,
+    origin: str,
+    *,
+    ckpt_id: str | None = None,
+    new_session_id: str | None = None,
+) -> None:
+    """Append one change row inside the caller's write transaction."""
+    cursor = conn.execute(
+        "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin, at_us) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, kind, ckpt_id, new_session_id, origin, time.time_ns() // 1000),
+    )
+    seq = cursor.lastrowid or 0
+    if seq % 1000 == 0:  # keep the log short: readers only ever need the recent rows
+        conn.execute("DELETE FROM change_log WHERE seq <= ?", (seq - KEEP_CHANGES,))
+
+
+def read_changes(conn: sqlite3.Connection, after: int, limit: int = 1000) -> list[ChangeRecord]:
+    """Change rows with ``seq > after``, oldest first."""
+    rows = conn.execute(
+        "SELECT seq, session_id, kind, ckpt_id, new_session_id, origin FROM change_log "
+        "WHERE seq > ? ORDER BY seq LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [
+        ChangeRecord(
+            seq=r[0], session_id=r[1], kind=r[2], ckpt_id=r[3], new_session_id=r[4], origin=r[5]
+        )
+        for r in rows
+    ]

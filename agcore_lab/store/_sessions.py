@@ -1,0 +1,220 @@
+"""Session rows in SQLite: column-named writes, the version compare-and-set, turn leases.
+
+Every state-changing write of a session runs ``UPDATE sessions ... SET version = version + 1
+WHERE session_id = ? AND version = ?`` inside its write transaction, and refuses to write when
+another holder's turn lease is live. A refused write raises before anything else of its
+transaction is kept (the caller's ``ROLLBACK`` drops its message rows too), so a stale writer
+never leaves orphans and never overwrites.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
+from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store.base import SessionRecord
+
+__all__ = [
+    "SESSION_COLUMNS",
+    "acquire_lease",
+    "check_writable",
+    "insert_session",
+    "release_lease",
+    "renew_lease",
+    "session_from_row",
+    "stored_version",
+    "update_session",
+]
+
+_SPEND = TypeAdapter(dict[str, ModelSpend])
+SESSION_COLUMNS = (
+    "session_id",
+    "agent_name",
+    "parent_id",
+    "created_at",
+    "updated_at",
+    "turn_index",
+    "current_slot_id",
+    "last_summary_turn",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "spend_json",
+    "metadata_json",
+)
+_SET = ", ".join(f"{c} = ?" for c in SESSION_COLUMNS[1:])
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _values(r: SessionRecord) -> tuple[Any, ...]:
+    return (
+        r.session_id,
+        r.agent_name,
+        r.parent_id,
+        r.created_at.isoformat(),
+        r.updated_at.isoformat(),
+        r.turn_index,
+        r.current_slot_id,
+        r.last_summary_turn,
+        r.prompt_tokens,
+        r.completion_tokens,
+        r.cost_usd,
+        _SPEND.dump_json(r.spend).decode(),
+        _json(r.metadata),
+    )
+
+
+def session_from_row(row: sqlite3.Row) -> SessionRecord:
+    """The record of a ``sessions`` row."""
+    return SessionRecord(
+        session_id=row["session_id"],
+        agent_name=row["agent_name"],
+        parent_id=row["parent_id"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        updated_at=datetime.fromisoformat(row["updated_at"]),
+        turn_index=row["turn_index"],
+        current_slot_id=row["current_slot_id"],
+        last_summary_turn=row["last_summary_turn"],
+        spend=_SPEND.validate_json(row["spend_json"]),
+        metadata=json.loads(row["metadata_json"]),
+        version=row["version"],
+    )
+
+
+def insert_session(conn: sqlite3.Connection, record: SessionRecord) -> None:
+    """Insert a new session row at the record's version."""
+    names = ", ".join((*SESSION_COLUMNS, "version"))
+    marks = ", ".join("?" * (len(SESSION_COLUMNS) + 1))
+    conn.execute(
+        f"INSERT INTO sessions ({names}) VALUES ({marks})", (*_values(record), record.version)
+    )
+
+
+def stored_version(conn: sqlite3.Connection, session_id: str) -> int | None:
+    """The stored version, or ``None`` when there is no such session (one indexed read)."""
+    row = conn.execute(
+        "SELECT version FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _lease_row(conn: sqlite3.Connection, session_id: str) -> tuple[int, str | None, str | None]:
+    row = conn.execute(
+        "SELECT version, lease_holder, lease_expires_at FROM sessions WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFoundError(
+            "no such session in the store; it may have been destroyed by another writer",
+            session_id=session_id,
+        )
+    return int(row[0]), row[1], row[2]
+
+
+def _refuse_if_held(
+    session_id: str, holder: str | None, lease: tuple[str | None, str | None], now: datetime
+) -> None:
+    lease_holder, lease_until = lease
+    if lease_holder is None or lease_holder == holder or lease_until is None:
+        return
+    if lease_until > now.isoformat():
+        raise _busy(session_id, lease_holder, lease_until)
+
+
+def _busy(session_id: str, holder: str, until: str) -> SessionBusyError:
+    return SessionBusyError(
+        f"another writer ({holder}) is running a turn in this session until at least {until}; "
+        "wait for it (submit_turn(..., wait=seconds)) or try again later",
+        session_id=session_id,
+        holder=holder,
+        lease_expires_at=until,
+    )
+
+
+def check_writable(
+    conn: sqlite3.Connection,
+    session_id: str,
+    expected: int,
+    *,
+    holder: str | None,
+    now: datetime,
+) -> None:
+    """Raise unless the session is at version ``expected`` and no other holder's lease is live.
+
+    Raises:
+        SessionNotFoundError: The session is gone.
+        SessionBusyError: Another holder's turn lease is live.
+        StaleSessionError: The stored version is not ``expected``.
+    """
+    version, *lease = _lease_row(conn, session_id)
+    _refuse_if_held(session_id, holder, (lease[0], lease[1]), now)
+    if version != expected:
+        raise StaleSessionError(
+            f"this write is based on version {expected} of the session, but the store holds "
+            f"version {version}: another writer changed it. Call refresh() to load the stored "
+            "state, then try again",
+            session_id=session_id,
+            expected_version=expected,
+            stored_version=version,
+        )
+
+
+def update_session(
+    conn: sqlite3.Connection,
+    record: SessionRecord,
+    *,
+    holder: str | None,
+    now: datetime,
+) -> int:
+    """Write ``record`` over the stored row if it is at ``record.version``; return the new
+    version (``record.version + 1``)."""
+    check_writable(conn, record.session_id, record.version, holder=holder, now=now)
+    conn.execute(
+        f"UPDATE sessions SET {_SET}, version = version + 1 WHERE session_id = ?",
+        (*_values(record)[1:], record.session_id),
+    )
+    return record.version + 1
+
+
+def acquire_lease(
+    conn: sqlite3.Connection, session_id: str, holder: str, ttl: float, now: datetime
+) -> int:
+    """Take (or renew) the session's turn lease for ``holder``; return the stored version."""
+    version, *lease = _lease_row(conn, session_id)
+    _refuse_if_held(session_id, holder, (lease[0], lease[1]), now)
+    conn.execute(
+        "UPDATE sessions SET lease_holder = ?, lease_expires_at = ? WHERE session_id = ?",
+        (holder, (now + timedelta(seconds=ttl)).isoformat(), session_id),
+    )
+    return version
+
+
+def renew_lease(
+    conn: sqlite3.Connection, session_id: str, holder: str, ttl: float, now: datetime
+) -> bool:
+    """Push the lease's deadline on; ``False`` if ``holder`` no longer holds it."""
+    return (
+        conn.execute(
+            "UPDATE sessions SET lease_expires_at = ? WHERE session_id = ? AND lease_holder = ?",
+            ((now + timedelta(seconds=ttl)).isoformat(), session_id, holder),
+        ).rowcount
+        == 1
+    )
+
+
+def release_lease(conn: sqlite3.Connection, session_id: str, holder: str) -> None:
+    """Give the lease up (a no-op if ``holder`` does not hold it any more)."""
+    conn.execute(
+        "UPDATE sessions SET lease_holder = NULL, lease_expires_at = NULL "
+        "WHERE session_id = ? AND lease_holder = ?",
+        (session_id, holder),
+    )
