@@ -45,7 +45,7 @@ class RuntimeBundle:
     store: Store = field(default_factory=_default_store)
     hooks: list[TurnHook] = field(default_factory=list)
     prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))
-    lease_seconds: float = 30.0
+    lease_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if not (

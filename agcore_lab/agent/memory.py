@@ -33,18 +33,30 @@ class SessionMemory:
     """Key-value memory of one session.
 
     Methods are synchronous (each is one short local store transaction). Safe from several
-    threads as far as the store is; another process's writes are seen after :meth:`refresh`.
+    threads as far as the store is. Reads see every writer's entries — other objects,
+    kernels and processes on the same store: each read first compares the store's memory
+    version (one indexed read) with the one it holds and reloads when it moved. Writes of
+    different keys by different writers all survive; two writes of the *same* key are
+    last-writer-wins (each is one entry of the session's memory log, so both stay visible in
+    the log and in checkpoints taken between them).
     """
 
     def __init__(self, store: Store, session_id: str) -> None:
         self._store = store
         self.session_id = session_id
         self._entries: dict[str, MemoryEntry] = {}
+        self._version = -1
         self.refresh()
 
     def refresh(self) -> None:
         """Reload the entries from the store."""
+        self._version = self._store.memory_version(self.session_id)
         self._entries = {e.key: e for e in self._store.memory_entries(self.session_id)}
+
+    def _current(self) -> dict[str, MemoryEntry]:
+        if self._store.memory_version(self.session_id) != self._version:
+            self.refresh()
+        return self._entries
 
     def set(
         self, key: str, value: JsonValue, metadata: dict[str, JsonValue] | None = None
@@ -60,31 +72,33 @@ class SessionMemory:
                 f"memory keys are non-empty strings, got {key!r}", session_id=self.session_id
             )
         entry = self._store.memory_set(self.session_id, key, value, dict(metadata or {}))
-        self._entries[key] = entry
+        if entry.version == self._version + 1:  # nobody else wrote in between
+            self._entries[key], self._version = entry, entry.version
         return entry
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""
-        entry = self._entries.get(key)
+        entry = self._current().get(key)
         return entry.value if entry is not None else default
 
     def get_entry(self, key: str) -> MemoryEntry | None:
         """The whole entry (value, metadata, timestamps) under ``key``, or ``None``."""
-        return self._entries.get(key)
+        return self._current().get(key)
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; ``False`` if it was not there."""
         removed = self._store.memory_delete(self.session_id, key)
-        self._entries.pop(key, None)
+        self.refresh()
         return removed
 
     def list_entries(self) -> list[MemoryEntry]:
         """All entries, sorted by key."""
-        return [self._entries[k] for k in sorted(self._entries)]
+        entries = self._current()
+        return [entries[k] for k in sorted(entries)]
 
     def to_dict(self) -> dict[str, JsonValue]:
         """The values by key (a copy)."""
-        return {k: e.value for k, e in sorted(self._entries.items())}
+        return {k: e.value for k, e in sorted(self._current().items())}
 
     @property
     def version(self) -> int:
@@ -92,13 +106,13 @@ class SessionMemory:
         return self._store.memory_version(self.session_id)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._entries
+        return key in self._current()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._entries))
+        return iter(sorted(self._current()))
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._current())
 
     def __repr__(self) -> str:
-        return f"SessionMemory({self.session_id!r}, keys={sorted(self._entries)})"
+        return f"SessionMemory({self.session_id!r}, keys={sorted(self._current())})"

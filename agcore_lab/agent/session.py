@@ -177,6 +177,16 @@ class AgentSession(SlotOperations):
         async with self._lock:
             return self._reload_if_stale()
 
+    def refresh_nowait(self) -> bool:
+        """Reload now if the store moved on and no turn of this object is running; never
+        waits (for a manager's watcher thread). Returns whether anything was reloaded."""
+        if not self._lock.try_acquire():
+            return False
+        try:
+            return self._reload_if_stale()
+        finally:
+            self._lock.release()
+
     def is_stale(self) -> bool:
         """Whether the store holds a newer version of this session than this object (one
         indexed read). A destroyed session is stale too."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from agcore_lab.agent.session import AgentSession
-    from agcore_lab.engine.manager import SessionManager
+    from agcore_lab.engine.host import ManagerHost
 
 __all__ = ["CheckpointNotFoundError", "Checkpointer"]
 
@@ -39,7 +39,7 @@ class Checkpointer:
     All async methods have ``*_sync`` twins.
     """
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: ManagerHost) -> None:
         self._manager = manager
 
     @property

@@ -47,13 +47,14 @@ from agcore_lab.store.base import MemoryEntry, Store
 
 if TYPE_CHECKING:
     from agcore_lab.agent.session import AgentSession
+    from agcore_lab.engine.host import ManagerHost
 
 __all__ = [
     "ChildCreated",
     "Completed",
     "DispatchConfig",
     "DispatchError",
-    "DispatchOperations",
+    "Dispatcher",
     "DispatchProgress",
     "SharedMemory",
     "SubTaskError",
@@ -66,21 +67,22 @@ RESULT_SUMMARY_KEY = "result_summary"
 SUMMARY_CHARS = 1000
 
 
-class DispatchOperations:
-    """Dispatch methods of ``SessionManager`` (mixed in)."""
+class Dispatcher:
+    """Sub-agent dispatch for the sessions of one manager; get it as ``manager.dispatcher``
+    (the manager's ``dispatch*`` methods call it).
 
-    if TYPE_CHECKING:
+    Attributes:
+        last_dispatch: The progress of the latest ``dispatch_all``.
+    """
 
-        @property
-        def store(self) -> Store: ...
+    def __init__(self, host: ManagerHost) -> None:
+        self._host = host
+        self.last_dispatch: DispatchProgress | None = None
 
-        async def get_or_recover(self, session_id: str) -> AgentSession: ...
-
-        async def create_child(self, parent_id: str, agent: Agent) -> str: ...
-
-        def emit(self, kind: Any, session_id: str, **fields: Any) -> None: ...
-
-    last_dispatch: DispatchProgress | None = None
+    @property
+    def store(self) -> Store:
+        """The host's store."""
+        return self._host.store
 
     def shared_memory(self, parent_id: str, namespace: str) -> SharedMemory:
         """The sibling-shared memory area ``namespace`` of ``parent_id``'s children."""
@@ -93,7 +95,7 @@ class DispatchOperations:
     async def _spawn(
         self, parent_id: str, sub_agent: Agent, config: DispatchConfig
     ) -> AgentSession:
-        parent = await self.get_or_recover(parent_id)
+        parent = await self._host.get_or_recover(parent_id)
         inherited: list[MemoryEntry] = []
         if config.inherit_session_memory and config.bridge_keys is not None:
             wanted = set(config.bridge_keys)
@@ -110,8 +112,8 @@ class DispatchOperations:
             intro = "From the session that gave you this task:"
             prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
             agent = dataclasses.replace(sub_agent, system_prompt=prompt)
-        child_id = await self.create_child(parent_id, agent)
-        child = await self.get_or_recover(child_id)
+        child_id = await self._host.create_child(parent_id, agent)
+        child = await self._host.get_or_recover(child_id)
         for entry in inherited:
             child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
         return child

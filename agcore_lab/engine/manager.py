@@ -19,12 +19,19 @@ from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
-from agcore_lab.engine.approvals import ApprovalManagement
+from agcore_lab.engine.approvals import Approvals
 from agcore_lab.engine.checkpointer import Checkpointer
-from agcore_lab.engine.dispatch import DispatchOperations
+from agcore_lab.engine.dispatch import Dispatcher
+from agcore_lab.engine.manager_api import ManagerFacades
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
-from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
-from agcore_lab.store.base import SessionRecord, Store
+from agcore_lab.engine.watch import ChangeWatcher
+from agcore_lab.errors import (
+    InvalidInputError,
+    NotFoundError,
+    SessionBusyError,
+    SessionNotFoundError,
+)
+from agcore_lab.store.base import ChangeRecord, SessionRecord, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +45,7 @@ class AgentNotFoundError(NotFoundError):
     """404: no agent of that name is registered with the manager."""
 
 
-class SessionManager(DispatchOperations, ApprovalManagement):
+class SessionManager(ManagerFacades):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:
@@ -46,6 +53,12 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         bundle: Services shared by the sessions; an in-memory store by default.
         agents: Agents to register, so sessions can be recovered by agent name.
         auto_checkpoint: Write a checkpoint after every finished turn (and at creation).
+        watch_interval: Seconds between two looks for changes made by other processes (or
+            other store objects) on the same store, while anyone listens (``add_listener``);
+            ``None`` turns watching off.
+
+    Components: ``checkpointer`` (time travel), ``approvals`` (pending tool calls) and
+    ``dispatcher`` (sub-agents); the manager's methods of the same names call them.
 
     Example:
         >>> from agcore_lab import Agent, ScriptedModel, SqliteStore
@@ -67,6 +80,7 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         bundle: RuntimeBundle | None = None,
         agents: Iterable[Agent] = (),
         auto_checkpoint: bool = True,
+        watch_interval: float | None = 0.25,
     ) -> None:
         if bundle is not None and store is not None and bundle.store is not store:
             raise InvalidInputError("give either store= or bundle=, not two different stores")
@@ -74,9 +88,13 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         self.auto_checkpoint = auto_checkpoint
         self.agents: dict[str, Agent] = {}
         self.checkpointer = Checkpointer(self)
+        self.approvals = Approvals(self)
+        self.dispatcher = Dispatcher(self)
         self._live: dict[str, AgentSession] = {}
         self._map_lock = threading.Lock()
         self._listeners: list[Callable[[ManagerEvent], None]] = []
+        self._watch_interval = watch_interval
+        self._watcher: ChangeWatcher | None = None
         for agent in agents:
             self.register_agent(agent)
 
@@ -97,9 +115,49 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         self.agents[agent.name] = agent
 
     def add_listener(self, callback: Callable[[ManagerEvent], None]) -> Callable[[], None]:
-        """Call ``callback(event)`` on every change; returns a function that unsubscribes."""
+        """Call ``callback(event)`` on every change — this manager's own, and (from a watcher
+        thread, ``event.remote``) those other processes make on the same store; returns a
+        function that unsubscribes."""
         self._listeners.append(callback)
-        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+        self.watch()
+        return lambda: self._unsubscribe(callback)
+
+    def _unsubscribe(self, callback: Callable[[ManagerEvent], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+        if not self._listeners and self._watcher is not None:
+            self._watcher.stop()
+
+    def watch(self, interval: float | None = None) -> ChangeWatcher | None:
+        """Start noticing changes other processes make to the store (a no-op when watching
+        is off or already on); they reach the listeners as events with ``remote=True``, and
+        live sessions they touch are refreshed when idle. Returns the watcher."""
+        interval = interval if interval is not None else self._watch_interval
+        if interval is None:
+            return None
+        if self._watcher is None:
+            self._watcher = ChangeWatcher(self.store, self._on_remote_change, interval=interval)
+        self._watcher.interval = interval
+        self._watcher.start()
+        return self._watcher
+
+    def _on_remote_change(self, change: ChangeRecord) -> None:
+        live = self.live(change.session_id)
+        if change.kind == "destroyed":
+            self._pop(change.session_id)
+        elif live is not None:
+            try:
+                live.refresh_nowait()
+            except SessionNotFoundError:
+                self._pop(change.session_id)
+        kind: EventKind = change.kind  # type: ignore[assignment]  # the feed's kinds are events
+        self.emit(
+            kind,
+            change.session_id,
+            ckpt_id=change.ckpt_id,
+            new_session_id=change.new_session_id,
+            remote=True,
+        )
 
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""
@@ -117,6 +175,11 @@ class SessionManager(DispatchOperations, ApprovalManagement):
     def _pop(self, session_id: str) -> AgentSession | None:
         with self._map_lock:
             return self._live.pop(session_id, None)
+
+    def live(self, session_id: str) -> AgentSession | None:
+        """The live session ``session_id`` of this manager, or ``None``."""
+        with self._map_lock:
+            return self._live.get(session_id)
 
     def live_ids(self) -> list[str]:
         """Ids of the sessions held live by this manager."""
@@ -227,8 +290,23 @@ class SessionManager(DispatchOperations, ApprovalManagement):
             # checkpoint, a manager without auto_checkpoint, or another kernel mid-turn) are
             # kept, never rolled back: the timeline gets a checkpoint for them instead.
             await self.checkpointer.checkpoint(session, "recovered", source="auto")
+        await self._continue_executed(session)
         self.emit("recovered", session_id)
         return session
+
+    async def _continue_executed(self, session: AgentSession) -> None:
+        # An approved call that ran while its process died before the turn was continued:
+        # continue it now, exactly once (the turn lease makes concurrent recovers take turns,
+        # and the second finds the call answered).
+        call = session.pending_tool_call()
+        if call is None or call.status != "EXECUTED":
+            return
+        try:
+            await session.continue_executed(wait=self.bundle.lease_seconds)
+        except SessionBusyError:
+            logger.warning(
+                "session %s is busy; its executed call is left for its holder", session.session_id
+            )
 
     @staticmethod
     def _differs(session: AgentSession, turn_index: int, slots: dict[str, Any]) -> bool:
@@ -288,6 +366,16 @@ class SessionManager(DispatchOperations, ApprovalManagement):
 
     # -- tree -------------------------------------------------------------------------------
 
+    async def refresh(self, session_id: str) -> bool:
+        """Reload the live session from the store if another writer moved it on (see
+        :meth:`AgentSession.refresh`); a session not live here is recovered. Returns whether
+        anything was reloaded."""
+        session = self.live(session_id)
+        if session is None:
+            await self.recover(session_id)
+            return True
+        return await session.refresh()
+
     async def children(self, parent_id: str) -> list[str]:
         """Ids of the sessions whose parent is ``parent_id``, oldest first."""
         self.require_stored(parent_id)
@@ -320,15 +408,22 @@ class SessionManager(DispatchOperations, ApprovalManagement):
 
     # -- turns ------------------------------------------------------------------------------
 
-    async def submit_turn(self, session_id: str, text: str) -> TurnResult:
-        """Run a turn in the session (recovering it if needed); checkpoint it when done."""
-        session = await self.get_or_recover(session_id)
-        return await session.submit_turn(text)
+    async def submit_turn(self, session_id: str, text: str, *, wait: float = 0.0) -> TurnResult:
+        """Run a turn in the session (recovering it if needed); checkpoint it when done.
 
-    async def submit_turn_stream(self, session_id: str, text: str) -> AsyncIterator[TurnEvent]:
+        ``wait``: seconds to wait while another writer runs a turn in the session (by default
+        such a turn is refused at once with ``SessionBusyError``). See
+        :meth:`AgentSession.submit_turn`.
+        """
+        session = await self.get_or_recover(session_id)
+        return await session.submit_turn(text, wait=wait)
+
+    async def submit_turn_stream(
+        self, session_id: str, text: str, *, wait: float = 0.0
+    ) -> AsyncIterator[TurnEvent]:
         """Stream a turn; it is committed and checkpointed only when the stream finishes."""
         session = await self.get_or_recover(session_id)
-        stream = session.submit_turn_stream(text)
+        stream = session.submit_turn_stream(text, wait=wait)
         try:
             async for event in stream:
                 yield event
@@ -378,6 +473,10 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         """Blocking twin of :meth:`switch_agent`."""
         run_sync(self.switch_agent(session_id, new_agent))
 
+    def refresh_sync(self, session_id: str) -> bool:
+        """Blocking twin of :meth:`refresh`."""
+        return run_sync(self.refresh(session_id))
+
     def children_sync(self, parent_id: str) -> list[str]:
         """Blocking twin of :meth:`children`."""
         return run_sync(self.children(parent_id))
@@ -390,13 +489,15 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         """Blocking twin of :meth:`tree`."""
         return run_sync(self.tree(root_id))
 
-    def submit_turn_sync(self, session_id: str, text: str) -> TurnResult:
+    def submit_turn_sync(self, session_id: str, text: str, *, wait: float = 0.0) -> TurnResult:
         """Blocking twin of :meth:`submit_turn`."""
-        return run_sync(self.submit_turn(session_id, text))
+        return run_sync(self.submit_turn(session_id, text, wait=wait))
 
-    def submit_turn_stream_sync(self, session_id: str, text: str) -> Iterator[TurnEvent]:
+    def submit_turn_stream_sync(
+        self, session_id: str, text: str, *, wait: float = 0.0
+    ) -> Iterator[TurnEvent]:
         """Blocking twin of :meth:`submit_turn_stream`."""
-        return iterate_sync(self.submit_turn_stream(session_id, text))
+        return iterate_sync(self.submit_turn_stream(session_id, text, wait=wait))
 
     def checkpoint_sync(self, session_id: str, label: str | None = None) -> str:
         """Blocking twin of :meth:`checkpoint`."""

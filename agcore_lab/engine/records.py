@@ -33,6 +33,7 @@ EventKind = Literal[
     "fork",
     "agent_switched",
     "approval",
+    "slot",
 ]
 
 
@@ -41,7 +42,9 @@ class ManagerEvent(BaseModel):
 
     Listeners get these synchronously, on the thread that made the change — for ``turn`` and
     ``checkpoint``, while that session's turn lock is held: a listener must return quickly and
-    never wait for that session (views only schedule a refresh).
+    never wait for that session (views only schedule a refresh). Changes made by *other*
+    processes (or other store objects) arrive the same way from the manager's watcher thread,
+    with ``remote=True``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -50,6 +53,7 @@ class ManagerEvent(BaseModel):
     session_id: str
     ckpt_id: str | None = None
     new_session_id: str | None = None
+    remote: bool = False
 
 
 @dataclass

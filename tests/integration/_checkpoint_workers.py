@@ -9,13 +9,16 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab import Agent, RuntimeBundle, ScriptedModel, SessionManager, SqliteStore
 
+# A killed writer's turn lease runs out after this long; the next writer waits for it.
+LEASE_SECONDS = 1.0
 PADDING = " and some more words to make the rows realistic" * 4
 
 
 def _manager(path: str) -> SessionManager:
-    return SessionManager(SqliteStore(path), agents=[Agent(name="writer", model=ScriptedModel())])
+    bundle = RuntimeBundle(store=SqliteStore(path), lease_seconds=LEASE_SECONDS)
+    return SessionManager(bundle=bundle, agents=[Agent(name="writer", model=ScriptedModel())])
 
 
 def write_until_killed(path: str, session_id: str | None, out: Any) -> None:
@@ -32,7 +35,8 @@ def write_until_killed(path: str, session_id: str | None, out: Any) -> None:
             session = manager.get_sync(sid)
         else:
             sid, session = session_id, manager.recover_sync(session_id)
-        manager.submit_turn_sync(sid, "first turn of this process" + PADDING)
+        # The previous writer was killed mid-turn: its lease runs out, then this turn goes on.
+        manager.submit_turn_sync(sid, "first turn of this process" + PADDING, wait=5)
         out.put(("started", sid))
         n = 0
         while True:

@@ -32,7 +32,7 @@ def write_memory_and_commits(path: str, worker: int, writes: int, start: Any, ou
                 node_id=f"{own}-{n}", parent_node_id=head, message_id=message.id, depth=n
             )
             store.commit(
-                SessionRecord(session_id=own, agent_name="w", turn_index=n + 1),
+                SessionRecord(session_id=own, agent_name="w", turn_index=n + 1, version=n),
                 messages=[message],
                 links=[link],
             )

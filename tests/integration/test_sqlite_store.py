@@ -104,7 +104,7 @@ def test_several_threads_share_one_store(tmp_path: Path) -> None:
                     node_id=f"{own}-{n}", parent_node_id=head, message_id=message.id, depth=n
                 )
                 store.commit(
-                    SessionRecord(session_id=own, agent_name="a", turn_index=n + 1),
+                    SessionRecord(session_id=own, agent_name="a", turn_index=n + 1, version=n),
                     messages=[message],
                     links=[link],
                 )

@@ -1,0 +1,56 @@
+"""What the manager's components (checkpointer, approvals, dispatcher) may ask of it.
+
+Each component gets its host at construction and uses only this protocol — never the
+manager's private state — so the components can be read, tested and replaced on their own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.agent import Agent
+    from agcore_lab.agent.bundle import RuntimeBundle
+    from agcore_lab.agent.session import AgentSession
+    from agcore_lab.engine.records import EventKind
+    from agcore_lab.store.base import SessionRecord, Store
+
+__all__ = ["ManagerHost"]
+
+
+class ManagerHost(Protocol):
+    """The part of :class:`~agcore_lab.engine.manager.SessionManager` its components use."""
+
+    @property
+    def store(self) -> Store:
+        """Where the sessions live."""
+        ...
+
+    @property
+    def bundle(self) -> RuntimeBundle:
+        """Services shared by the sessions."""
+        ...
+
+    def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
+        """Tell the listeners about a change."""
+        ...
+
+    def require_stored(self, session_id: str) -> SessionRecord:
+        """The stored record, or ``SessionNotFoundError``."""
+        ...
+
+    def live(self, session_id: str) -> AgentSession | None:
+        """The live session, if this manager holds it."""
+        ...
+
+    async def get_or_recover(self, session_id: str) -> AgentSession:
+        """The live session, recovering it from the store when needed."""
+        ...
+
+    async def adopt(self, session_id: str, *, parent_id: str | None = None) -> AgentSession:
+        """Load a stored session (as stored, recording nothing) and make it live."""
+        ...
+
+    async def create_child(self, parent_id: str, agent: Agent) -> str:
+        """Create a child session of ``parent_id``."""
+        ...
