@@ -225,7 +225,7 @@ async def run_approved(
     # The winner, and only the winner, runs the tool: once, renewing its executor lease.
     executed = ToolCall(id=call.tool_call_id, name=call.tool_name, arguments=arguments)
     renew = lambda: store.renew_execution(call.interrupt_id, executor, ttl=lease_seconds)  # noqa: E731
-    async with keep_alive(renew, lease_seconds, "executor"):
+    with keep_alive(renew, lease_seconds, "executor"):
         outcome = await run_tool_call(executed, agent.tool_map)
     store.decide_pending(
         session_id=call.session_id,

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from agcore_lab.errors import SessionBusyError
 from agcore_lab.store.base import Store
@@ -31,26 +33,67 @@ def new_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-@contextlib.asynccontextmanager
-async def keep_alive(renew: Callable[[], bool], ttl: float, what: str) -> AsyncIterator[None]:
-    """Call ``renew()`` every ``ttl / 3`` seconds while the block runs (off the critical path:
-    the block never waits for a renewal)."""
+class _Keeper:
+    """One daemon thread that renews every lease of this process when it falls due.
 
-    async def renewing() -> None:
+    A thread rather than a task on the turn's loop: a synchronous tool (or model client) that
+    blocks the loop for minutes must not let its own lease run out.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[int, tuple[float, float, Callable[[], bool], str]] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, renew: Callable[[], bool], ttl: float, what: str) -> int:
+        with self._cond:
+            token = next(self._tokens)
+            self._due[token] = (time.monotonic() + ttl / 3, ttl, renew, what)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="agcore-lab-leases", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+            return token
+
+    def remove(self, token: int) -> None:
+        with self._cond:
+            self._due.pop(token, None)
+
+    def _run(self) -> None:
         while True:
-            await asyncio.sleep(ttl / 3)
-            try:
-                if not renew():
-                    logger.warning("lost the %s lease while still working", what)
-                    return
-            except Exception:  # a failed renewal is retried; the deadline is the guard
-                logger.warning("could not renew the %s lease", what, exc_info=True)
+            with self._cond:
+                now = time.monotonic()
+                due = [(t, e) for t, e in self._due.items() if e[0] <= now]
+                if not due:
+                    soonest = min((e[0] for e in self._due.values()), default=now + 1.0)
+                    self._cond.wait(timeout=max(0.001, soonest - now))
+                    continue
+                for token, (_, ttl, renew, what) in due:
+                    self._due[token] = (now + ttl / 3, ttl, renew, what)
+            for token, (_, _, renew, what) in due:
+                try:
+                    if not renew():
+                        logger.warning("lost the %s lease while still working", what)
+                        self.remove(token)
+                except Exception:  # retried at the next third; the deadline is the guard
+                    logger.warning("could not renew the %s lease", what, exc_info=True)
 
-    task = asyncio.ensure_future(renewing())
+
+_keeper = _Keeper()
+
+
+@contextlib.contextmanager
+def keep_alive(renew: Callable[[], bool], ttl: float, what: str) -> Iterator[None]:
+    """Call ``renew()`` every ``ttl / 3`` seconds, from a background thread, while the block
+    runs (off the critical path: the block never waits for a renewal)."""
+    token = _keeper.add(renew, ttl, what)
     try:
         yield
     finally:
-        task.cancel()  # not awaited: leaving the block must not yield to the loop
+        _keeper.remove(token)
 
 
 @contextlib.asynccontextmanager
@@ -81,7 +124,7 @@ async def turn_lease(
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
     try:
-        async with keep_alive(lambda: store.renew_lease(session_id, holder, ttl=ttl), ttl, "turn"):
+        with keep_alive(lambda: store.renew_lease(session_id, holder, ttl=ttl), ttl, "turn"):
             yield holder, version
     finally:
         try:

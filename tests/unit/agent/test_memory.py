@@ -113,14 +113,15 @@ def test_memory_is_persisted_across_load(tmp_path: Path) -> None:
     assert again.session_memory.version == 3
 
 
-def test_refresh_sees_writes_made_through_another_store(tmp_path: Path) -> None:
+def test_reads_see_writes_made_through_another_store(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     session = AgentSession(Agent(name="a"), store=SqliteStore(path))
     other = SessionMemory(SqliteStore(path), session.session_id)
     other.set("from-elsewhere", [1, 2])
-    assert "from-elsewhere" not in session.session_memory
-    session.session_memory.refresh()
+    assert "from-elsewhere" in session.session_memory  # no refresh() needed
     assert session.session_memory.get("from-elsewhere") == [1, 2]
+    other.delete("from-elsewhere")
+    assert session.session_memory.to_dict() == {}
 
 
 def test_memory_belongs_to_one_session() -> None:

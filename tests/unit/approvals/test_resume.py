@@ -278,7 +278,7 @@ def test_pending_calls_as_a_dataframe(bank: Bank) -> None:
     call = result.pending_tool_call
     frame = bank.manager.pending_dataframe()
     # The columns (session, tool, args, status, expires at, decided at), plus ids,
-    # the creation time and the result.
+    # whether an approved call is in doubt and who runs it, the creation time and the result.
     assert list(frame.columns) == [
         "interrupt_id",
         "session_id",
@@ -286,6 +286,8 @@ def test_pending_calls_as_a_dataframe(bank: Bank) -> None:
         "tool_name",
         "tool_args",
         "status",
+        "in_doubt",
+        "executor",
         "created_at",
         "expires_at",
         "decided_at",
