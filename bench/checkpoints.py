@@ -22,6 +22,14 @@ a SQLite file in a temporary directory. For each size it prints:
   growth over 20 forks divided by 20 (one fork alone grows the file by whole 4 KB pages or
   not at all), and the payload of the rows the first fork wrote.
 
+Then the cost of sharing, per whole turn (turn + automatic checkpoint), measured in the same
+process by running the same 300-turn sessions with and without each mechanism (alternating
+runs, the fastest of the repeats per turn number, then the median):
+
+- the version check (compare-and-set of the session's version in every write; target < 5%),
+- the turn lease (taken and released around each turn: two short writes; shown for
+  information).
+
 Run: python bench/checkpoints.py [--sizes 100 500 1000] [--repeats 3]
 """
 
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
@@ -38,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import agcore_lab.agent.session as session_module
+import agcore_lab.store._sessions as sessions_sql
 from agcore_lab import Agent, Message, ScriptedModel, SessionManager, SqliteStore
 
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
@@ -195,6 +206,62 @@ def report(turns: int, runs: list[Run]) -> bool:
     return all(checks)
 
 
+SHARING_TURNS = 300
+
+
+async def _turn_times(db: Path) -> list[float]:
+    manager = SessionManager(SqliteStore(db), watch_interval=None)
+    sid = await manager.create(Agent(name="bench", model=ScriptedModel(reply)))
+    times = []
+    for i in range(SHARING_TURNS):
+        start = time.perf_counter()
+        await manager.submit_turn(sid, _text(f"user turn {i}:"))
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _unchecked(conn: Any, session_id: str, expected: int, **_: Any) -> None:
+    """The version check switched off (the baseline of the comparison)."""
+
+
+@contextlib.asynccontextmanager
+async def _no_lease(store: Any, session_id: str, **_: Any) -> Any:
+    yield None, store.session_version(session_id)
+
+
+def sharing_cost(directory: Path, repeats: int) -> bool:
+    """Median whole-turn time with and without the version check and the turn lease."""
+    real_check, real_lease = sessions_sql.check_writable, session_module.turn_lease
+    kinds = ("full", "no version check", "no lease")
+    times: dict[str, list[list[float]]] = {kind: [] for kind in kinds}
+    for repeat in range(repeats * 2):  # more rounds: the differences are small
+        for kind in kinds:
+            sessions_sql.check_writable = _unchecked if kind == "no version check" else real_check
+            session_module.turn_lease = _no_lease if kind == "no lease" else real_lease  # type: ignore[assignment]
+            try:
+                db = directory / f"share-{kind.replace(' ', '-')}-{repeat}.db"
+                times[kind].append(asyncio.run(_turn_times(db)))
+            finally:
+                sessions_sql.check_writable, session_module.turn_lease = real_check, real_lease
+    medians = {
+        kind: statistics.median(min(column) for column in zip(*runs, strict=True))
+        for kind, runs in times.items()
+    }
+    check = medians["full"] / medians["no version check"] - 1
+    lease = medians["full"] / medians["no lease"] - 1
+    print(f"== sharing, per whole turn ({SHARING_TURNS} turns, {repeats * 2} runs each)")
+    print(
+        f"  version check: {medians['full'] * 1e3:.3f} ms with, "
+        f"{medians['no version check'] * 1e3:.3f} ms without: {check * 100:+.1f}%  "
+        f"target < 5%  {_verdict(check < 0.05)}"
+    )
+    print(
+        f"  turn lease: {medians['no lease'] * 1e3:.3f} ms without it: {lease * 100:+.1f}% "
+        "(two short writes per turn; information)"
+    )
+    return check < 0.05
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000])
@@ -210,6 +277,7 @@ def main() -> None:
                 for repeat in range(args.repeats)
             ]
             passed = report(turns, runs) and passed
+        passed = sharing_cost(Path(tmp), args.repeats) and passed
     print(f"all targets {'PASS' if passed else 'MISS'} ({time.perf_counter() - started:.1f} s)")
 
 

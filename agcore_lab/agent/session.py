@@ -21,7 +21,6 @@ other each see the other's messages.
 from __future__ import annotations
 
 import contextlib
-import html
 import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +35,7 @@ from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
 from agcore_lab.agent.summary import SummaryConfig, request_summary
@@ -46,12 +46,11 @@ from agcore_lab.errors import (
     InvalidInputError,
     MaxToolRoundsError,
     SessionNotFoundError,
-    SlotNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
-from agcore_lab.llm.messages import AssistantMessage, Message, ToolMessage
+from agcore_lab.llm.messages import AssistantMessage, ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
-from agcore_lab.llm.usage import CostTracker, Usage
+from agcore_lab.llm.usage import CostTracker
 from agcore_lab.store.base import SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
@@ -59,11 +58,8 @@ __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
 
 logger = logging.getLogger("agcore_lab")
 
-MAIN_SLOT = "main"
-SUMMARY_KEY = "conversation_summary"
 
-
-class AgentSession(SlotOperations):
+class AgentSession(SessionViews, SlotOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -227,75 +223,6 @@ class AgentSession(SlotOperations):
             if c.status != "REJECTED" and c.tool_call_id in asked and c.tool_call_id not in answered
         ]
         return waiting[-1].interrupt_id if waiting else None
-
-    # -- read-only views --------------------------------------------------------------------
-
-    @property
-    def store(self) -> Store:
-        """The store this session is kept in."""
-        return self.bundle.store
-
-    @property
-    def current_slot(self) -> ContextSlot:
-        """The slot turns go to."""
-        return self.slots[self.current_slot_id]
-
-    @property
-    def messages(self) -> list[Message]:
-        """The current slot's messages (a copy)."""
-        return list(self.current_slot.messages)
-
-    @property
-    def cost_so_far(self) -> float:
-        """USD spent in this session so far."""
-        return self.cost_tracker.total_cost
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens used in this session so far."""
-        return self.cost_tracker.usage
-
-    def get_conversation_summary(self) -> str | None:
-        """The latest automatic summary, or ``None`` if none was written."""
-        value = self.session_memory.get(SUMMARY_KEY)
-        return value if isinstance(value, str) else None
-
-    def slot(self, slot_id: str) -> ContextSlot:
-        """The slot named ``slot_id``.
-
-        Raises:
-            SlotNotFoundError: No such slot (the message lists the slots that exist).
-        """
-        try:
-            return self.slots[slot_id]
-        except KeyError:
-            known = ", ".join(sorted(self.slots))
-            raise SlotNotFoundError(
-                f"no slot {slot_id!r} in this session; slots: {known}",
-                session_id=self.session_id,
-                slot_id=slot_id,
-            ) from None
-
-    def __repr__(self) -> str:
-        return (
-            f"AgentSession({self.session_id!r}, agent={self.agent.name!r}, "
-            f"turns={self.turn_index}, slot={self.current_slot_id!r}, "
-            f"messages={len(self.current_slot.messages)}, cost=${self.cost_so_far:.6f})"
-        )
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{'&#9654; ' if sid == self.current_slot_id else ''}{html.escape(sid)}</td>"
-            f"<td>{len(s.messages)}</td><td>{s.mode.value}</td>"
-            f"<td>{html.escape(s.parent_slot_id or '')}</td></tr>"
-            for sid, s in self.slots.items()
-        )
-        return (
-            f"<div><b>AgentSession</b> <code>{html.escape(self.session_id)}</code> &middot; "
-            f"agent <b>{html.escape(self.agent.name)}</b> &middot; {self.turn_index} turns "
-            f"&middot; ${self.cost_so_far:.6f}<table><tr><th>slot</th><th>messages</th>"
-            f"<th>mode</th><th>forked from</th></tr>{rows}</table></div>"
-        )
 
     # -- persistence ------------------------------------------------------------------------
 

@@ -136,7 +136,9 @@ class SessionManager(ManagerFacades):
         if interval is None:
             return None
         if self._watcher is None:
-            self._watcher = ChangeWatcher(self.store, self._on_remote_change, interval=interval)
+            self._watcher = ChangeWatcher(
+                self.store, self._on_remote_change, interval=interval, on_gap=self._on_gap
+            )
         self._watcher.interval = interval
         self._watcher.start()
         return self._watcher
@@ -158,6 +160,19 @@ class SessionManager(ManagerFacades):
             new_session_id=change.new_session_id,
             remote=True,
         )
+
+    def _on_gap(self) -> None:
+        # Changes were missed: re-read every live session and tell the views to re-read.
+        for session_id in self.live_ids():
+            kind: EventKind = "turn"
+            if self.store.session_version(session_id) is None:
+                self._pop(session_id)
+                kind = "destroyed"
+            else:
+                live = self.live(session_id)
+                if live is not None:
+                    live.refresh_nowait()
+            self.emit(kind, session_id, remote=True)
 
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""

@@ -28,13 +28,21 @@ class ChangeWatcher:
         store: The store to watch.
         on_change: Called on the watcher's thread, in feed order.
         interval: Seconds between two looks at the change counter.
+        on_gap: Called first when the store's feed (which keeps only its newest entries) no
+            longer holds some changes this watcher had not seen yet.
     """
 
     def __init__(
-        self, store: Store, on_change: Callable[[ChangeRecord], None], *, interval: float = 0.25
+        self,
+        store: Store,
+        on_change: Callable[[ChangeRecord], None],
+        *,
+        interval: float = 0.25,
+        on_gap: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._on_change = on_change
+        self._on_gap = on_gap
         self.interval = interval
         self._token = store.watch_token()
         self._seq = store.latest_change()
@@ -70,6 +78,8 @@ class ChangeWatcher:
         handed = 0
         while True:
             changes = self._store.changes_since(self._seq)
+            if changes and changes[0].seq > self._seq + 1 and self._on_gap is not None:
+                self._on_gap()  # the feed dropped changes this watcher never saw
             for change in changes:
                 self._seq = change.seq
                 if change.origin != self._store.origin:

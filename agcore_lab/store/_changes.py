@@ -2,21 +2,23 @@
 
 Every write that changes what a view shows (a turn, a checkpoint, a rollback, a fork, an
 approval, a session created or destroyed) appends ``(seq, session_id, kind, ckpt_id, origin)``
-in its own transaction. A manager in another process polls ``PRAGMA data_version`` — a counter
+in the same transaction. A manager in another process polls ``PRAGMA data_version`` — a counter
 SQLite bumps when *another* connection commits, read without touching the file — and only then
-reads the rows after the last ``seq`` it saw. The log keeps its newest rows only.
+reads the rows after the last ``seq`` it saw. The log keeps its newest rows only (the oldest
+are deleted, so ``seq``, the rowid, only ever grows).
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 
 from agcore_lab.store.base import ChangeRecord
 
 __all__ = ["KEEP_CHANGES", "log_change", "read_changes"]
 
-KEEP_CHANGES = 10_000
+# Watchers look a few times a second, so only the newest changes are ever read; a watcher that
+# fell further behind than this (a suspended kernel) re-reads what it shows.
+KEEP_CHANGES = 128
 
 
 def log_change(
@@ -30,12 +32,12 @@ def log_change(
 ) -> None:
     """Append one change row inside the caller's write transaction."""
     cursor = conn.execute(
-        "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin, at_us) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (session_id, kind, ckpt_id, new_session_id, origin, time.time_ns() // 1000),
+        "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (session_id, kind, ckpt_id, new_session_id, origin),
     )
     seq = cursor.lastrowid or 0
-    if seq % 1000 == 0:  # keep the log short: readers only ever need the recent rows
+    if seq % 32 == 0:  # keep the log short: readers only ever need the recent rows
         conn.execute("DELETE FROM change_log WHERE seq <= ?", (seq - KEEP_CHANGES,))
 
 

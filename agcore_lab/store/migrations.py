@@ -141,13 +141,12 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
         ALTER TABLE pending_calls ADD COLUMN executor TEXT;
         ALTER TABLE pending_calls ADD COLUMN executor_expires_at TEXT;
         CREATE TABLE change_log (
-            seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+            seq            INTEGER PRIMARY KEY,
             session_id     TEXT NOT NULL,
             kind           TEXT NOT NULL,
             ckpt_id        TEXT,
             new_session_id TEXT,
-            origin         TEXT NOT NULL,
-            at_us          INTEGER NOT NULL
+            origin         TEXT NOT NULL
         );
         """,
     )

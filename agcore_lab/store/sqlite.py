@@ -9,8 +9,6 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import threading
 import uuid
@@ -113,7 +111,7 @@ class SqliteStore:
     def __init__(self, path: str | Path = "agcore.db", *, timeout: float = 10.0) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
-        self._origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._origin = uuid.uuid4().hex[:12]  # names this store object in the change feed
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +286,7 @@ class SqliteStore:
 
     @property
     def origin(self) -> str:
-        """This store object's name in the change feed (``host:pid:token``)."""
+        """This store object's name in the change feed (a random token)."""
         return self._origin
 
     def watch_token(self) -> int:

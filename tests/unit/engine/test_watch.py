@@ -1,0 +1,52 @@
+"""The change watcher: changes of other store objects reach the manager's listeners."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agcore_lab import Agent, SessionManager, SqliteStore
+from agcore_lab.engine.watch import ChangeWatcher
+from agcore_lab.store._changes import KEEP_CHANGES
+from agcore_lab.store.base import ChangeRecord, SessionRecord
+
+
+def test_poll_hands_on_only_the_changes_of_others(tmp_path: Path) -> None:
+    mine, theirs = SqliteStore(tmp_path / "lab.db"), SqliteStore(tmp_path / "lab.db")
+    seen: list[ChangeRecord] = []
+    watcher = ChangeWatcher(mine, seen.append)
+    assert watcher.poll() == 0  # nothing changed: the counter alone is read
+    mine.create_session(SessionRecord(session_id="own", agent_name="a"))
+    theirs.create_session(SessionRecord(session_id="other", agent_name="a"))
+    theirs.commit(SessionRecord(session_id="other", agent_name="a"), change="slot")
+    assert watcher.poll() == 2
+    assert [(c.session_id, c.kind) for c in seen] == [("other", "created"), ("other", "slot")]
+    assert watcher.poll() == 0
+
+
+def test_a_watcher_that_fell_behind_the_feed_is_told(tmp_path: Path) -> None:
+    mine, theirs = SqliteStore(tmp_path / "lab.db"), SqliteStore(tmp_path / "lab.db")
+    gaps: list[bool] = []
+    watcher = ChangeWatcher(mine, lambda change: None, on_gap=lambda: gaps.append(True))
+    theirs.create_session(SessionRecord(session_id="s", agent_name="a"))
+    for version in range(KEEP_CHANGES + 40):
+        theirs.commit(SessionRecord(session_id="s", agent_name="a", version=version))
+    watcher.poll()
+    assert gaps == [True]
+
+
+def test_the_watcher_runs_while_someone_listens(tmp_path: Path) -> None:
+    manager = SessionManager(SqliteStore(tmp_path / "lab.db"), watch_interval=0.02)
+    other = SessionManager(SqliteStore(tmp_path / "lab.db"), agents=[Agent(name="a")])
+    events: list[str] = []
+    unsubscribe = manager.add_listener(lambda event: events.append(event.kind))
+    watcher = manager.watch()
+    assert watcher is not None and watcher.running
+    sid = other.create_sync(other.agents["a"])
+    deadline = time.monotonic() + 5
+    while "created" not in events and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "created" in events and manager.store.get_session(sid) is not None
+    unsubscribe()
+    assert not watcher.running
+    assert SessionManager(SqliteStore(":memory:"), watch_interval=None).watch() is None
