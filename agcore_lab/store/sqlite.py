@@ -201,7 +201,7 @@ class SqliteStore:
 
         Example:
             >>> SqliteStore(":memory:").read_dataframe("select * from sessions").shape
-            (0, 13)
+            (0, 16)
         """
         import pandas as pd  # lazy: keep `import agcore_lab` fast
 
