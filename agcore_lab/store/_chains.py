@@ -185,9 +185,35 @@ ORDER BY c.depth
 """
 
 
+# PostgreSQL allows one recursive term only: both ways up a chain in a LATERAL join.
+_CHAIN_SQL_PG = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth) AS (
+    SELECT message_id, parent_id, message_id, depth
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT up.node_id, up.parent_id, up.message_id, up.depth FROM chain c CROSS JOIN LATERAL (
+        SELECT m.message_id AS node_id, m.parent_id, m.message_id, m.depth
+            FROM messages m WHERE m.message_id = c.parent_id
+        UNION ALL
+        SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
+            FROM message_links l WHERE l.node_id = c.parent_id
+    ) up
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+
+def _postgres(conn: object) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
 def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
-    cursor = conn.execute(_CHAIN_SQL, (head_node_id,))
+    cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
     cursor.row_factory = sqlite3.Row
     return [
         (
@@ -230,12 +256,47 @@ SELECT node_id FROM keep
 """
 
 
+# PostgreSQL allows one recursive term only: the three ways up a chain in a LATERAL join.
+_KEEP_SQL_PG = """
+WITH RECURSIVE
+mine(node_id) AS (
+    SELECT message_id FROM messages WHERE session_id = ?1
+    UNION ALL SELECT node_id FROM message_links WHERE session_id = ?1
+),
+seeds(node_id) AS (
+    SELECT parent_id FROM messages
+        WHERE session_id <> ?1 AND parent_id IN (SELECT node_id FROM mine)
+    UNION SELECT parent_node_id FROM message_links
+        WHERE session_id <> ?1 AND parent_node_id IN (SELECT node_id FROM mine)
+    UNION SELECT message_id FROM message_links
+        WHERE session_id <> ?1 AND message_id IN (SELECT node_id FROM mine)
+    UNION SELECT head_node_id FROM slots
+        WHERE session_id <> ?1 AND head_node_id IN (SELECT node_id FROM mine)
+    UNION SELECT (s.value->>0) FROM checkpoints c, jsonb_each(c.slots_json::jsonb) s
+        WHERE c.session_id <> ?1 AND (s.value->>0) IN (SELECT node_id FROM mine)
+),
+keep(node_id) AS (
+    SELECT node_id FROM seeds
+    UNION
+    SELECT up.node_id FROM keep k CROSS JOIN LATERAL (
+        SELECT m.parent_id AS node_id FROM messages m
+            WHERE m.message_id = k.node_id AND m.parent_id IS NOT NULL
+        UNION ALL SELECT l.parent_node_id FROM message_links l
+            WHERE l.node_id = k.node_id AND l.parent_node_id IS NOT NULL
+        UNION ALL SELECT l.message_id FROM message_links l WHERE l.node_id = k.node_id
+    ) up
+)
+SELECT node_id FROM keep
+"""
+
+
 def delete_session_chains(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete a session's messages and links, keeping every node another session's chain
     (a slot, or any of its checkpoints) still passes through, and that node's ancestors."""
+    keep = _KEEP_SQL_PG if _postgres(conn) else _KEEP_SQL
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keep(node_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _keep")
-    conn.execute("INSERT OR IGNORE INTO _keep " + _KEEP_SQL, (session_id,))
+    conn.execute("INSERT OR IGNORE INTO _keep " + keep, (session_id,))
     conn.execute(
         "DELETE FROM message_links WHERE session_id = ? "
         "AND node_id NOT IN (SELECT node_id FROM _keep)",

@@ -31,12 +31,12 @@ def log_change(
     new_session_id: str | None = None,
 ) -> None:
     """Append one change row inside the caller's write transaction."""
-    cursor = conn.execute(
+    row = conn.execute(
         "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?) RETURNING seq",
         (session_id, kind, ckpt_id, new_session_id, origin),
-    )
-    seq = cursor.lastrowid or 0
+    ).fetchone()
+    seq = int(row[0])
     if seq % 32 == 0:  # keep the log short: readers only ever need the recent rows
         conn.execute("DELETE FROM change_log WHERE seq <= ?", (seq - KEEP_CHANGES,))
 

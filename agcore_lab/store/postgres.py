@@ -1,0 +1,211 @@
+"""``PostgresStore``: one session tree for a whole lab, on a PostgreSQL server (psycopg 3).
+
+Many kernels on many machines share one server: the same sessions, message chains, slots,
+checkpoints, memory, approval queue and change feed as :class:`~agcore_lab.store.sqlite.
+SqliteStore`, through the same SQL (see :mod:`agcore_lab.store._pg_dialect`) and the same
+conformance suite.
+
+- Connections come from a ``psycopg_pool.ConnectionPool`` (``min_size``/``max_size``); a store
+  is safe from many threads.
+- Writes are transactions that first take one transaction-level advisory lock per schema, so
+  writers are serialized exactly as SQLite's ``BEGIN IMMEDIATE`` serializes them: every
+  compare-and-set (session versions, turn leases, the status of a pending call) reads and
+  writes with no other writer in between — of any number of concurrent resumes across
+  processes and machines exactly one wins. Reads never wait for writers.
+- Other processes' changes are announced with ``LISTEN/NOTIFY`` (a trigger on the change
+  feed), so a manager's watcher sees them without polling the tables.
+- Each store lives in its own schema (``schema="agcore"`` by default), created with its
+  numbered migrations on first use; a schema newer than this package is refused.
+
+Needs the ``postgres`` extra: ``pip install "agcore_lab[postgres]"``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from agcore_lab.errors import InvalidInputError, StorageError
+from agcore_lab.store._pg_dialect import PgConnection, Row
+from agcore_lab.store._pg_schema import apply_pg_migrations
+from agcore_lab.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PostgresStore", "redact_url"]
+
+T = TypeVar("T")
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and ``repr``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresStore(SqliteStore):
+    """The :class:`~agcore_lab.store.base.Store` on a PostgreSQL server.
+
+    Args:
+        url: A libpq URL or conninfo (``postgresql://user@host:5432/dbname``).
+        schema: The schema that holds this store's tables (lowercase letters, digits, ``_``).
+        min_size: Connections the pool keeps open.
+        max_size: Connections the pool opens at most.
+        timeout: Seconds to wait for a connection (and to connect).
+
+    Raises:
+        InvalidInputError: A malformed schema name.
+        StorageError: The server cannot be reached, or its schema is newer than this package.
+
+    Example:
+        ``PostgresStore("postgresql://127.0.0.1:5432/agcore")`` (or ``open_store(url)``).
+
+    Notes:
+        It shares :class:`SqliteStore`'s implementation of the protocol (the statements run
+        through a dialect layer); only the connection plumbing differs.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "agcore",
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(schema, str) or not _SCHEMA.match(schema):
+            raise InvalidInputError(
+                f"schema {schema!r} must be 1-41 lowercase letters, digits or '_' "
+                "(not starting with a digit)"
+            )
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise StorageError(
+                'PostgresStore needs psycopg 3: pip install "agcore_lab[postgres]"'
+            ) from exc
+        self._psycopg = psycopg
+        self.url, self.schema, self.path = url, schema, redact_url(url)
+        self._origin = uuid.uuid4().hex[:12]
+        self._channel = f"agcore_{schema}"
+        self._write_key = f"agcore_lab.write.{schema}"
+        self._listen_lock = threading.Lock()
+        self._listen: Any = None
+        self._token = 0
+
+        def configure(conn: Any) -> None:
+            conn.execute(f'SET search_path TO "{schema}"')
+
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout)) as conn:
+                self.schema_version = apply_pg_migrations(conn, schema, self._channel)
+            self._pool = ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                timeout=timeout,
+                kwargs={"autocommit": True, "connect_timeout": int(timeout)},
+                configure=configure,
+                open=True,
+            )
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"cannot open PostgreSQL store: {exc}", path=self.path, schema=schema
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.path!r}, schema={self.schema!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._write_key,))
+                yield PgConnection(conn)
+        except self._psycopg.Error as exc:
+            raise StorageError(f"write failed: {exc}", path=self.path) from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._locked_read(lambda conn: conn.execute(sql, params).fetchall())
+
+    def _locked_read(self, read: Callable[[Any], T]) -> T:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                return read(PgConnection(conn))
+        except self._psycopg.Error as exc:
+            raise StorageError(f"read failed: {exc}", path=self.path) from exc
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Any]:
+        """One transaction (a :class:`~agcore_lab.store._pg_dialect.PgConnection`), for code
+        that keeps its own tables; ``write=True`` takes the store's write lock first."""
+        if write:
+            with self._write() as conn:
+                yield conn
+            return
+        try:
+            with self._pool.connection() as raw, raw.transaction():
+                yield PgConnection(raw)
+        except self._psycopg.Error as exc:
+            raise StorageError(f"read failed: {exc}", path=self.path) from exc
+
+    @property
+    def connection(self) -> Any:
+        """Not available: a pooled store has no single connection; use ``read_dataframe``."""
+        raise StorageError(
+            "PostgresStore has no single connection; use read_dataframe() or transaction()",
+            path=self.path,
+        )
+
+    def read_dataframe(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        """Run a read-only query (``?`` placeholders) and return a pandas DataFrame."""
+        import pandas as pd  # lazy: keep `import agcore_lab` fast
+
+        def read(conn: PgConnection) -> tuple[list[str], list[Row]]:
+            cursor = conn.execute(sql, params)
+            rows = cursor.fetchall()
+            return list(cursor._index), rows
+
+        columns, rows = self._locked_read(read)
+        return pd.DataFrame([list(r) for r in rows], columns=columns)
+
+    def watch_token(self) -> int:
+        """A counter of the notifications this store's schema received (``LISTEN``)."""
+        with self._listen_lock:
+            try:
+                if self._listen is None:
+                    self._listen = self._psycopg.connect(self.url, autocommit=True)
+                    self._listen.execute(f"LISTEN {self._channel}")
+                for _ in self._listen.notifies(timeout=0):
+                    self._token += 1
+            except self._psycopg.Error as exc:
+                self._listen = None  # reconnect on the next look
+                raise StorageError(f"cannot listen for changes: {exc}", path=self.path) from exc
+            return self._token
+
+    def close(self) -> None:
+        """Close the pool and the listening connection."""
+        with self._listen_lock:
+            if self._listen is not None:
+                self._listen.close()
+                self._listen = None
+        self._pool.close()
+
+    def drop_schema(self) -> None:
+        """Delete this store's schema and everything in it (for tests and throwaway labs)."""
+        with self._pool.connection() as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
