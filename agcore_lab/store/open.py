@@ -67,7 +67,7 @@ def open_store(url: str | os.PathLike[str] | None = None, *, timeout: float = 10
             scheme=scheme,
         )
     rest = given.split("://", 1)[1]
-    if rest in ("", "/", "/:memory:"):
+    if rest in ("", "/:memory:"):
         return SqliteStore(":memory:", timeout=timeout)
     if not rest.startswith("/"):
         raise ConfigurationError(
