@@ -1,7 +1,8 @@
 """The approval page: ``GET /approve``, its rows for polling, and the login form.
 
 The page authenticates like the API (``Authorization: Bearer``) or with the cookie the login
-form sets. Without either it shows the login form (status 401).
+form sets. Without either a browser (``Accept: text/html``) gets the login form with status
+401; other clients get the usual 401 problem document.
 """
 
 from __future__ import annotations
@@ -15,11 +16,25 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from agcore_lab.serve.auth import COOKIE_NAME, AuthFailure
 from agcore_lab.serve.context import ServeContext, authorized, context
 from agcore_lab.serve.page_render import csp, login_page, new_nonce, page, rows
+from agcore_lab.serve.problems import problem, problem_response
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["approval page"], include_in_schema=True)
 _HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "").lower()
+
+
+def _refused(request: Request, detail: str, *, failed: bool) -> Response:
+    # A browser gets the login form; any other client the usual problem document.
+    if not _wants_html(request):
+        body = problem(401, detail, instance=request.url.path)
+        return problem_response(body, {"WWW-Authenticate": 'Bearer realm="agcore-lab"'})
+    nonce = new_nonce()
+    return _html(login_page(nonce, failed=failed), nonce, status=401)
 
 
 def _html(text: str, nonce: str, status: int = 200) -> HTMLResponse:
@@ -28,14 +43,15 @@ def _html(text: str, nonce: str, status: int = 200) -> HTMLResponse:
 
 
 @router.get("/approve", response_class=HTMLResponse)
-async def approve_page(request: Request) -> HTMLResponse:
-    """The page listing pending calls with Approve / Edit / Reject (or the login form)."""
+async def approve_page(request: Request) -> Response:
+    """The page listing pending calls with Approve / Edit / Reject (a browser without a login
+    gets the login form, other clients a 401 problem)."""
     ctx = context(request)
-    nonce = new_nonce()
     try:
         ctx.auth.check(request)
-    except AuthFailure:
-        return _html(login_page(nonce), nonce, status=401)
+    except AuthFailure as failure:
+        return _refused(request, failure.detail, failed=False)
+    nonce = new_nonce()
     calls = ctx.manager.pending_calls()
     return _html(page(calls, poll_seconds=ctx.limits.poll_seconds, nonce=nonce), nonce)
 
@@ -63,8 +79,7 @@ async def login(request: Request) -> Response:
             max_age=12 * 3600,
         )
         return response
-    nonce = new_nonce()
-    return _html(login_page(nonce, failed=True), nonce, status=401)
+    return _refused(request, "that token is not valid", failed=True)
 
 
 @router.post("/logout")

@@ -41,10 +41,13 @@ def test_every_api_route_needs_the_token_and_it_never_leaks(
 
 def test_the_login_form_sets_a_cookie_that_is_not_the_token(lab: Lab) -> None:
     browser = lab.client(auth=False)
+    browser.headers["Accept"] = "text/html,application/xhtml+xml"
     login = browser.get("/approve")
     assert login.status_code == 401 and 'name="token"' in login.text
     refused = browser.post("/login", data={"token": "nope"}, follow_redirects=False)
     assert refused.status_code == 401 and COOKIE_NAME not in refused.headers.get("set-cookie", "")
+    assert "not valid" in refused.text
+    assert_problem(lab.client(auth=False).get("/approve"), 401)  # not a browser: a problem
     done = browser.post("/login", data={"token": TOKEN}, follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == "approve"
     cookie = done.headers["set-cookie"]
