@@ -56,7 +56,8 @@
       });
       const data = await answer.json();
       if (answer.ok) {
-        say(body.decision + "d " + row.dataset.tool + " (" + row.dataset.interrupt +
+        const done = body.decision === "approve" ? "approved " : "rejected ";
+        say(done + row.dataset.tool + " (" + row.dataset.interrupt +
           "); reply: " + data.reply, "ok");
       } else {
         say("HTTP " + answer.status + ": " + data.detail, "error");
