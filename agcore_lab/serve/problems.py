@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -31,6 +31,7 @@ __all__ = [
     "PROBLEM_CONTENT_TYPE",
     "StoredStateError",
     "install_problem_handlers",
+    "json_response",
     "problem",
     "problem_response",
 ]
@@ -87,6 +88,15 @@ def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
         media_type=PROBLEM_CONTENT_TYPE,
         headers=headers,
     )
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    """A pydantic model as a JSON response, serialized once by pydantic itself.
+
+    Turn results are the hot path: returning them as a ``Response`` skips FastAPI's second
+    validation of an engine object that is already validated (``bench/serve.py``).
+    """
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
 
 
 def to_problem(exc: BaseException, instance: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import Response
 
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.agent.events import TurnResult
@@ -22,6 +23,7 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import utcnow
 from agcore_lab.serve.context import ServeContext, authorized, page_bounds
 from agcore_lab.serve.openapi import ERRORS, ID_PATTERN
+from agcore_lab.serve.problems import json_response
 from agcore_lab.serve.schemas import Page, PendingDetail, ResumeRequest
 from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall
@@ -80,7 +82,7 @@ async def get_interrupt(session_id: Id, run_id: Id, interrupt_id: Id, ctx: Ctx) 
 )
 async def resume(
     session_id: Id, run_id: Id, interrupt_id: Id, body: ResumeRequest, ctx: Ctx
-) -> TurnResult:
+) -> Response:
     """Decide the call and continue its turn: ``approve`` (optionally with edited
     ``arguments``) runs the tool exactly once; ``reject`` (with a ``reason``) does not."""
     decision: Approve | Reject
@@ -90,4 +92,5 @@ async def resume(
         decision = Reject(reason=body.reason or "")
     if body.reason is not None and len(body.reason) > ctx.limits.max_reason_chars:
         raise InvalidInputError(f"the reason is over {ctx.limits.max_reason_chars} characters")
-    return await ctx.runner.call(ctx.manager.resume(session_id, run_id, interrupt_id, decision))
+    result = await ctx.runner.call(ctx.manager.resume(session_id, run_id, interrupt_id, decision))
+    return json_response(result)

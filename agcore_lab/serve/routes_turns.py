@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from agcore_lab.agent.events import TurnResult
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.serve.context import ServeContext, authorized
 from agcore_lab.serve.openapi import ERRORS, ID_PATTERN
-from agcore_lab.serve.problems import to_problem
+from agcore_lab.serve.problems import json_response, to_problem
 from agcore_lab.serve.schemas import TurnRequest
 
 __all__ = ["router"]
@@ -48,7 +48,7 @@ def wants_stream(request: Request) -> bool:
 )
 async def submit_turn(
     session_id: SessionId, body: TurnRequest, request: Request, ctx: Ctx
-) -> TurnResult | StreamingResponse:
+) -> Response:
     """Run one turn; the result, or (``Accept: text/event-stream``) its events as they come.
 
     An interrupted turn (a tool waiting for approval) returns ``status: "interrupted"`` and
@@ -61,7 +61,8 @@ async def submit_turn(
     manager = ctx.manager
     await ctx.runner.call(manager.get_or_recover(session_id))  # 404 before any stream starts
     if not wants_stream(request):
-        return await ctx.runner.call(manager.submit_turn(session_id, body.text))
+        result = await ctx.runner.call(manager.submit_turn(session_id, body.text))
+        return json_response(result)
     events = ctx.runner.stream(manager.submit_turn_stream(session_id, body.text))
     return StreamingResponse(
         _event_stream(events, request.url.path),
