@@ -47,7 +47,7 @@ def create_app(
     Example:
         >>> from agcore_lab import SessionManager, SqliteStore
         >>> app = create_app(SessionManager(SqliteStore(":memory:")), token="s3cret")
-        >>> sorted(r.path for r in app.routes if r.path.startswith("/sessions/{session_id}/t"))
+        >>> sorted(p for p in app.openapi()["paths"] if p.startswith("/sessions/{session_id}/t"))
         ['/sessions/{session_id}/tree', '/sessions/{session_id}/turns']
     """
     from fastapi import FastAPI

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -69,3 +70,27 @@ def test_an_invalid_stored_state_is_422_and_the_server_keeps_serving(served: Ser
     with sqlite3.connect(served.db) as raw:
         assert raw.execute("SELECT status FROM pending_calls").fetchall() == [("MAYBE",)]
     assert served.tool_runs() == []
+
+
+def test_a_streamed_turn_from_the_real_server(served: Served) -> None:
+    with served.client() as c:
+        sid = c.post("/sessions", json={"agent": "bank"}).json()["session_id"]
+        events = []
+        with c.stream(
+            "POST",
+            f"/sessions/{sid}/turns",
+            json={"text": "send 100 to u6"},
+            headers={"Accept": "text/event-stream"},
+        ) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    events.append(line.removeprefix("event: "))
+                elif line.startswith("data: ") and events[-1] == "turn_done":
+                    done = json.loads(line.removeprefix("data: "))
+        assert events[0] == "tool_call_delta" and events[-1] == "turn_done"
+        call = done["result"]["pending_tool_call"]
+        assert call["tool_args"] == {"to": "u6", "amount": 100}
+        url = f"/sessions/{sid}/runs/{call['run_id']}/interrupts/{call['interrupt_id']}/resume"
+        assert c.post(url, json={"decision": "approve"}).json()["reply"] == "done"
+    assert served.tool_runs() == ["u6 100"]
