@@ -3,7 +3,9 @@
 ``ProblemError`` subclasses carry their own status (404, 409, 410, 422 — and any subclass added
 later, such as a 409 for a stale session, maps with no change here). Other failures map by
 family: a usage mistake is 400, a failing model backend 502, a stored record that no longer
-validates 422, anything unexpected 500 with no internals in the body.
+validates (a pydantic ``ValidationError`` or a ``JSONDecodeError`` escaping the engine, which
+wraps every error of parsing *given* input itself) 422, anything unexpected 500 with no
+internals in the body.
 """
 
 from __future__ import annotations
@@ -111,6 +113,10 @@ def to_problem(exc: BaseException, instance: str) -> dict[str, Any]:
             )
         )
         return stored.to_problem(instance=instance)
+    if isinstance(exc, json.JSONDecodeError):  # the engine parses requests itself (422)
+        return StoredStateError(f"a stored record is not valid JSON: {exc.msg}").to_problem(
+            instance=instance
+        )
     if isinstance(exc, UserError):
         return problem(400, str(exc), slug="invalid-input", instance=instance)
     if isinstance(exc, ModelError):
@@ -165,3 +171,4 @@ def install_problem_handlers(app: Any) -> None:
     app.add_exception_handler(Exception, _on_error)
     app.add_exception_handler(AgcoreError, _on_error)
     app.add_exception_handler(ValidationError, _on_error)
+    app.add_exception_handler(json.JSONDecodeError, _on_error)

@@ -8,6 +8,7 @@ import time
 
 from fastapi.testclient import TestClient
 
+from agcore_lab import Agent, ConflictError, ScriptedModel
 from tests.unit.serve.conftest import Lab, assert_problem, resume_url
 
 
@@ -132,6 +133,17 @@ def test_422_for_an_invalid_stored_state_and_nothing_changes(lab: Lab, client: T
     assert status == ("PENDING_APPROVAL",) and lab.runs == []
 
 
+def test_422_for_stored_json_that_is_not_json(lab: Lab, client: TestClient) -> None:
+    sid, call = lab.interrupted(client)
+    with sqlite3.connect(lab.path) as raw:
+        raw.execute("UPDATE pending_calls SET decision_json = '{broken'")
+    body = assert_problem(
+        client.post(resume_url(sid, call), json={"decision": "reject"}), 422, "invalid-stored-state"
+    )
+    assert "not valid JSON" in body["detail"]
+    assert lab.runs == []
+
+
 def test_400_for_malformed_decisions(lab: Lab, client: TestClient) -> None:
     sid, call = lab.interrupted(client)
     url = resume_url(sid, call)
@@ -148,3 +160,20 @@ def test_400_for_malformed_decisions(lab: Lab, client: TestClient) -> None:
         client.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400
     )
     assert lab.manager.store.get_pending(call["interrupt_id"]).status == "PENDING_APPROVAL"
+
+
+class _SessionBusyError(ConflictError):
+    """Stands in for the 409 subclasses the shared-sessions work adds."""
+
+
+def test_any_problem_error_subclass_maps_with_its_status(lab: Lab) -> None:
+    def busy(messages: object) -> str:
+        raise _SessionBusyError("another writer holds the turn", session_id="ses_x")
+
+    lab.manager.register_agent(Agent(name="busy", model=ScriptedModel(busy)))
+    with lab.client() as client:
+        sid = lab.session(client, agent="busy")
+        answer = client.post(f"/sessions/{sid}/turns", json={"text": "hi"})
+    body = assert_problem(answer, 409, "conflict")
+    assert "another writer holds the turn" in body["detail"]
+    assert body["instance"] == f"/sessions/{sid}/turns"
