@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from agcore_lab.engine.manager import SessionManager
@@ -29,7 +30,8 @@ def create_app(
     Args:
         manager: The manager whose sessions the service serves (its registered agents are
             the ones ``POST /sessions`` can start).
-        token: The bearer token every request must carry (except ``/health``).
+        token: The bearer token every request must carry (except ``/health``); by default
+            ``AGCORE_TOKEN`` from the environment.
         no_auth: Serve without a token. Only for loopback hosts: ``agcore-lab serve`` and
             ``%agcore serve`` refuse it on any other host.
         limits: Request size, text length and page bounds (see :class:`Limits`).
@@ -42,7 +44,7 @@ def create_app(
         A FastAPI application.
 
     Raises:
-        ConfigurationError: Neither a token nor ``no_auth``, or both.
+        ConfigurationError: Neither a token (nor ``AGCORE_TOKEN``) nor ``no_auth``, or both.
 
     Example:
         >>> from agcore_lab import SessionManager, SqliteStore
@@ -65,6 +67,8 @@ def create_app(
     from agcore_lab.serve.context import ServeContext
     from agcore_lab.serve.problems import install_problem_handlers
 
+    if token is None and not no_auth:
+        token = os.environ.get("AGCORE_TOKEN") or None
     auth = Authenticator(token=token, no_auth=no_auth)
     bounds = limits or Limits()
     app = FastAPI(

@@ -71,9 +71,15 @@ def test_a_cookie_change_needs_the_page_header(lab: Lab) -> None:
     assert_problem(forged.get("/pending"), 401)
 
 
-def test_no_auth_needs_saying_so_and_excludes_a_token(lab: Lab) -> None:
+def test_no_auth_needs_saying_so_and_excludes_a_token(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGCORE_TOKEN", raising=False)
     with pytest.raises(ConfigurationError, match="needs a token"):
         lab.app(token=None)
+    monkeypatch.setenv("AGCORE_TOKEN", "from-the-env")
+    from_env = TestClient(lab.app(token=None), headers={"Authorization": "Bearer from-the-env"})
+    assert from_env.get("/sessions").status_code == 200
     with pytest.raises(ConfigurationError, match="not both"):
         lab.app(no_auth=True)
     with pytest.raises(ConfigurationError, match="too short"):
