@@ -31,8 +31,12 @@ def context(request: Request) -> ServeContext:
     return ctx
 
 
-def authorized(request: Request) -> ServeContext:
-    """The context, once the request is authenticated (a FastAPI dependency)."""
+async def authorized(request: Request) -> ServeContext:
+    """The context, once the request is authenticated (a FastAPI dependency).
+
+    ``async`` on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, a hop
+    that cost more than the whole turn on ScriptedModel (``bench/serve.py``).
+    """
     ctx = context(request)
     try:
         ctx.auth.check(request)
