@@ -12,13 +12,17 @@ so the clients never wait for one another's turn lock):
 - ``health``: ``GET /health`` on the same server — the floor of one HTTP round trip (httpx
   client, uvicorn, FastAPI) with no engine call, to split the HTTP cost from the turn's.
 
-Targets (PASS/MISS): over HTTP a turn keeps at least a third of the direct throughput
-(``http / direct >= 0.33``) with 1 and with 16 clients — HTTP, JSON and a second process cost
-about as much as the turn itself on ScriptedModel, never several times more; and the bridge
-placement keeps at least 70% of the app placement's throughput with 16 clients.
+Targets (PASS/MISS), from what the floor allows: on this kind of machine one HTTP round trip
+with no engine call (``health``: httpx client, uvicorn, FastAPI) takes about 0.7 ms, more than
+twice a whole direct turn on ScriptedModel (~0.3 ms), so HTTP can never keep a third of the
+direct throughput. The targets are therefore (1) HTTP keeps at least a fifth of the direct
+throughput (``http / direct >= 0.20``) with 1 and with 16 clients, and (2) what the service
+adds to a turn beyond that floor (``1/http - 1/health``) is at most 3 direct turns, with 1
+client — our routing, auth, validation and JSON, not HTTP itself; and (3) the bridge placement
+keeps at least 70% of the app placement's throughput with 16 clients.
 
-(Servers always run in their own process: a uvicorn thread inside the client's process shares
-the GIL with the clients and measures that contention instead.)
+Servers run in their own process, as in use: a uvicorn thread inside the clients' process
+would share their GIL and measure that contention too.
 
 Run: python bench/serve.py [--turns 300]
 """
@@ -229,10 +233,16 @@ def main() -> None:
             f"  engine + JSON time of a turn over HTTP, {clients:>2} clients: {turn_ms:.2f} ms "
             f"(direct: {1000 / rates['direct', clients]:.2f} ms)"
         )
+    added = 1 / rates["http", 1] - 1 / rates["health", 1]
     results = [
-        _verdict("http / direct, 1 client  ", rates["http", 1] / rates["direct", 1], 0.33),
-        _verdict("http / direct, 16 clients", rates["http", 16] / rates["direct", 16], 0.33),
-        _verdict("bridge / app, 16 clients ", rates["bridge", 16] / rates["http", 16], 0.70),
+        _verdict("http / direct, 1 client      ", rates["http", 1] / rates["direct", 1], 0.20),
+        _verdict("http / direct, 16 clients    ", rates["http", 16] / rates["direct", 16], 0.20),
+        _verdict(
+            "3 direct turns / added cost  ",
+            (3 / rates["direct", 1]) / added if added > 0 else 9,
+            1.0,
+        ),
+        _verdict("bridge / app, 16 clients     ", rates["bridge", 16] / rates["http", 16], 0.70),
     ]
     print("PASS" if all(results) else "MISS")
 
