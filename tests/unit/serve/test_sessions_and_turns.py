@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from agcore_lab import Agent, ConflictError, ScriptedModel
 from agcore_lab.serve import Limits
 from tests.unit.serve.conftest import Lab, assert_problem, resume_url
 
@@ -109,3 +110,24 @@ def test_the_app_loop_placement_serves_turns_too(lab: Lab) -> None:
             == "done"
         )
     assert lab.runs == [{"to": "u2", "amount": 100}]
+
+
+def test_a_failure_after_the_stream_started_is_an_error_event(lab: Lab) -> None:
+    def broken(messages: object) -> str:
+        raise ConflictError("someone else moved the session on", session_id="ses_x")
+
+    lab.manager.register_agent(Agent(name="broken", model=ScriptedModel(broken)))
+    with lab.client() as client:
+        sid = lab.session(client, agent="broken")
+        with client.stream(
+            "POST",
+            f"/sessions/{sid}/turns",
+            json={"text": "hi"},
+            headers={"Accept": "text/event-stream"},
+        ) as stream:
+            assert stream.status_code == 200
+            events = _events(stream.read().decode())
+        assert [kind for kind, _ in events] == ["error"]
+        problem = events[0][1]
+        assert problem["status"] == 409 and "moved the session on" in problem["detail"]
+        assert client.get(f"/sessions/{sid}").json()["turn_index"] == 0  # nothing committed
