@@ -7,6 +7,7 @@ model for. Requests forbid unknown fields, so a typo is a 400, not a silent defa
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -76,6 +77,11 @@ class ResumeRequest(_Request):
             raise ValueError("'arguments' and 'rerun' go with 'approve', not 'reject'")
         if self.decision == "approve" and self.reason is not None:
             raise ValueError("'reason' goes with 'reject', not 'approve'")
+        if self.arguments is not None:
+            try:  # NaN / Infinity parse in Python but are not JSON: the store refuses them
+                json.dumps(self.arguments, allow_nan=False)
+            except ValueError:
+                raise ValueError("'arguments' holds NaN or Infinity, which JSON has not") from None
         return self
 
 

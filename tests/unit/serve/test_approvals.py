@@ -156,9 +156,11 @@ def test_400_for_malformed_decisions(lab: Lab, client: TestClient) -> None:
         {"decision": "reject", "reason": "x" * 2001},
     ):
         assert_problem(client.post(url, json=body), 400, "malformed-request")
-    assert_problem(
-        client.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400
-    )
+    json_type = {"content-type": "application/json"}
+    assert_problem(client.post(url, content=b"{not json", headers=json_type), 400)
+    for raw in (b"NaN", b"Infinity", b"1e999"):  # Python's json reads them; JSON has no such
+        body = b'{"decision": "approve", "arguments": {"to": "u2", "amount": ' + raw + b"}}"
+        assert_problem(client.post(url, content=body, headers=json_type), 400, "malformed-request")
     assert lab.manager.store.get_pending(call["interrupt_id"]).status == "PENDING_APPROVAL"
 
 
