@@ -83,6 +83,7 @@ from agcore_lab.llm import (
 )
 from agcore_lab.store import CkptMeta, SqliteStore, Store
 from agcore_lab.store._approvals import RunNotFoundError
+from agcore_lab.store.open import open_store
 from agcore_lab.store.pending import PendingToolCall, SessionState
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ __all__ = [
     "diff_slots",
     "from_triples",
     "load_ipython_extension",
+    "open_store",
     "search_memory_tool",
 ]
 

@@ -20,11 +20,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--db", default="agcore_demo.db", help="SQLite file to use (default: %(default)s)"
     )
+    from agcore_lab.serve.command import add_serve_command, run_serve
+
+    add_serve_command(commands)
     args = parser.parse_args(argv)
     if args.command == "demo":
         from agcore_lab.demo import run_demo
 
         run_demo(args.db)
         return 0
+    if args.command == "serve":
+        return run_serve(args)
     parser.print_help(sys.stderr)
     return 2

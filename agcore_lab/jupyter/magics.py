@@ -212,6 +212,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
             "reject": self._reject,
             "chunks": self._chunks,
             "graph": self._graph,
+            "serve": self._serve,
             "help": self._help,
         }
         try:
@@ -327,6 +328,11 @@ class AgcoreMagics(ApprovalCommands, Magics):
         from agcore_lab.jupyter._graph_magics import graph_command
 
         display(graph_command(self.shell, rest))
+
+    def _serve(self, rest: str, _cell: str | None) -> None:
+        from agcore_lab.jupyter._serve_magics import serve_command
+
+        print(serve_command(self, rest))
 
     def _help(self, _rest: str, _cell: str | None) -> None:
         from agcore_lab.jupyter._graph_magics import GRAPH_HELP
