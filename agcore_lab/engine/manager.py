@@ -30,6 +30,7 @@ from agcore_lab.errors import (
     NotFoundError,
     SessionBusyError,
     SessionNotFoundError,
+    StaleSessionError,
 )
 from agcore_lab.store.base import ChangeRecord, SessionRecord, Store
 
@@ -304,7 +305,14 @@ class SessionManager(ManagerFacades):
             # Committed turns newer than the latest checkpoint (a crash between a turn and its
             # checkpoint, a manager without auto_checkpoint, or another kernel mid-turn) are
             # kept, never rolled back: the timeline gets a checkpoint for them instead.
-            await self.checkpointer.checkpoint(session, "recovered", source="auto")
+            try:
+                await self.checkpointer.checkpoint(session, "recovered", source="auto")
+            except (SessionBusyError, StaleSessionError):
+                # Another writer is mid-turn (its own checkpoint is coming) or just moved the
+                # session on: there is nothing of a crash to record.
+                logger.debug(
+                    "session %s is being written elsewhere; no recovered checkpoint", session_id
+                )
         await self._continue_executed(session)
         self.emit("recovered", session_id)
         return session

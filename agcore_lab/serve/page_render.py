@@ -45,6 +45,8 @@ def _row(call: PendingToolCall) -> str:
         seconds = max(0, round((call.expires_at - utcnow()).total_seconds()))
         left = f'<td class="left" data-expires="{_e(call.expires_at.isoformat())}">{seconds} s</td>'
     rerun = " (ran before a rollback)" if call.previously_executed else ""
+    if call.in_doubt:
+        return _in_doubt_row(call, args)
     return (
         f'<tr data-interrupt="{_e(call.interrupt_id)}" data-run="{_e(call.run_id)}" '
         f'data-session="{_e(call.session_id)}" data-tool="{_e(call.tool_name)}">'
@@ -60,6 +62,25 @@ def _row(call: PendingToolCall) -> str:
         '<input class="reason" type="text" maxlength="2000" placeholder="reason" '
         'aria-label="reason">'
         '<button type="button" class="reject" data-action="reject">Reject</button>'
+        "</div></td></tr>"
+    )
+
+
+def _in_doubt_row(call: PendingToolCall, args: str) -> str:
+    # Approved, but the process running it died: the tool may or may not have run.
+    return (
+        f'<tr class="in-doubt" data-interrupt="{_e(call.interrupt_id)}" '
+        f'data-run="{_e(call.run_id)}" data-session="{_e(call.session_id)}" '
+        f'data-tool="{_e(call.tool_name)}">'
+        f"<td><strong>{_e(call.tool_name)}</strong> <em>in doubt</em><br>"
+        f"<code>{_e(call.interrupt_id)}</code></td>"
+        f'<td><pre class="args">{_e(args)}</pre></td>'
+        f"<td><code>{_e(call.session_id)}</code></td>"
+        f'<td class="left">ran by {_e(call.executor or "?")}, which stopped</td>'
+        '<td><div class="actions">'
+        '<input class="outcome" type="text" maxlength="20000" '
+        'placeholder="what happened (empty: unknown)" aria-label="outcome">'
+        '<button type="button" class="settle" data-action="settle">Settle</button>'
         "</div></td></tr>"
     )
 

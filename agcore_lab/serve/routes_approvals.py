@@ -4,10 +4,10 @@
 any number of concurrent resumes of one call exactly one gets 200 and runs the tool; the rest
 get 409. An expired call is 410 (and is stored as EXPIRED), an unknown one 404.
 
-Where the shared-sessions work plugs in: the in-doubt listing joins ``list_pending`` below
-(``GET /pending?status=IN_DOUBT``), and ``POST .../interrupts/{interrupt}/settle`` goes beside
-``resume`` here, calling ``manager.settle(session_id, interrupt_id, result=...)``; its errors
-map through :mod:`agcore_lab.serve.problems` with no change.
+An approved call whose executor died while the tool ran is *in doubt*: ``GET /pending`` lists
+it (``in_doubt: true``, or only those with ``?in_doubt=true``), and ``POST .../settle``
+resolves it with what a person knows and continues the turn (409 if it is not in doubt, or was
+settled already; one winner among concurrent settles).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agcore_lab.ids import utcnow
 from agcore_lab.serve.context import ServeContext, authorized, page_bounds
 from agcore_lab.serve.openapi import ERRORS, ID_PATTERN
 from agcore_lab.serve.problems import json_response
-from agcore_lab.serve.schemas import Page, PendingDetail, ResumeRequest
+from agcore_lab.serve.schemas import Page, PendingDetail, ResumeRequest, SettleRequest
 from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall
 
@@ -40,7 +40,9 @@ def detail_of(call: PendingToolCall) -> PendingDetail:
     left = None
     if call.expires_at is not None and call.status == "PENDING_APPROVAL":
         left = max(0.0, (call.expires_at - utcnow()).total_seconds())
-    return PendingDetail(call=call, state=call.to_state(), seconds_left=left)
+    return PendingDetail(
+        call=call, state=call.to_state(), seconds_left=left, in_doubt=call.in_doubt
+    )
 
 
 @router.get("/pending", response_model=Page[PendingDetail])
@@ -48,15 +50,19 @@ async def list_pending(
     ctx: Ctx,
     session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
     include_resolved: bool = False,
+    in_doubt: bool = False,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
 ) -> Page[PendingDetail]:
-    """Tool calls waiting for a decision, across sessions, oldest first (overdue ones are
-    reported, and stored, as EXPIRED). ``include_resolved`` adds the decided and expired."""
+    """Tool calls waiting for a decision and approved calls in doubt, across sessions, oldest
+    first (overdue ones are reported, and stored, as EXPIRED). ``include_resolved`` adds the
+    decided and expired; ``in_doubt`` keeps only the calls to settle."""
     start, size = page_bounds(ctx, offset, limit)
     if session_id is not None:
         ctx.manager.require_stored(session_id)
     calls = ctx.manager.pending_calls(session_id, include_resolved=include_resolved)
+    if in_doubt:
+        calls = [c for c in calls if c.in_doubt]
     items = [detail_of(c) for c in calls[start : start + size]]
     return Page[PendingDetail](items=items, total=len(calls), offset=start, limit=size)
 
@@ -93,4 +99,25 @@ async def resume(
     if body.reason is not None and len(body.reason) > ctx.limits.max_reason_chars:
         raise InvalidInputError(f"the reason is over {ctx.limits.max_reason_chars} characters")
     result = await ctx.runner.call(ctx.manager.resume(session_id, run_id, interrupt_id, decision))
+    return json_response(result)
+
+
+@router.post(
+    "/sessions/{session_id}/runs/{run_id}/interrupts/{interrupt_id}/settle",
+    response_model=TurnResult,
+)
+async def settle(
+    session_id: Id, run_id: Id, interrupt_id: Id, body: SettleRequest, ctx: Ctx
+) -> Response:
+    """Resolve an in-doubt call (approved; its executor died while the tool ran) with the
+    ``result`` a person supplies — or an "outcome unknown" error — and continue its turn."""
+    call = ctx.manager.store.get_pending(interrupt_id)
+    if call is None or call.session_id != session_id or call.run_id != run_id:
+        raise RunNotFoundError(
+            "no such interrupted tool call in this session run",
+            session_id=session_id,
+            run_id=run_id,
+            interrupt_id=interrupt_id,
+        )
+    result = await ctx.runner.call(ctx.manager.settle(session_id, interrupt_id, result=body.result))
     return json_response(result)

@@ -156,6 +156,20 @@ class PendingDetail(BaseModel):
     call: PendingToolCall
     state: SessionState
     seconds_left: float | None = Field(description="until it expires; null: never")
+    in_doubt: bool = Field(
+        default=False,
+        description="approved, but its executor died while the tool ran: settle it",
+    )
+
+
+class SettleRequest(_Request):
+    """``POST .../settle``: resolve an in-doubt call with what a person knows.
+
+    ``result`` is what the tool did, as far as they know (``"it did run: ..."``); without it
+    the model is told the outcome is unknown.
+    """
+
+    result: str | None = Field(default=None, max_length=20_000)
 
 
 class Page(BaseModel, Generic[T]):

@@ -177,9 +177,10 @@ def read_checkpoints(
     conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
 ) -> list[CkptMeta]:
     """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
+    sql = f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
     cursor = conn.execute(
-        f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC LIMIT ?",
-        (*params, -1 if limit is None else limit),
+        sql if limit is None else sql + " LIMIT ?",
+        tuple(params) if limit is None else (*params, limit),
     )
     cursor.row_factory = sqlite3.Row
     rows = cursor.fetchall()

@@ -1,14 +1,14 @@
 """``open_store(url)``: one place that turns a store URL into a :class:`Store`.
 
 The command line, the magics and ``agcore-lab serve`` all take a store as a URL (or read
-``AGCORE_STORE_URL``). Today the only backend is SQLite; a PostgreSQL backend will plug in
-here under ``postgresql://`` without changing any caller.
+``AGCORE_STORE_URL``): ``postgresql://...`` opens a :class:`~agcore_lab.store.postgres.
+PostgresStore` (one session tree for a whole lab), anything else SQLite.
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from agcore_lab.errors import ConfigurationError
 from agcore_lab.store.base import Store
@@ -21,11 +21,16 @@ STORE_URL_ENV = "AGCORE_STORE_URL"
 _DEFAULT = "agcore.db"
 
 
-def open_store(url: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> Store:
+def open_store(
+    url: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, schema: str = "agcore"
+) -> Store:
     """Open the store a URL names.
 
     Accepted forms:
 
+    - ``postgresql://user:password@host:5432/dbname`` (or ``postgres://``) — a PostgreSQL
+      server, the store's tables in ``schema`` (or the URL's ``?schema=NAME``; needs the
+      ``postgres`` extra);
     - ``sqlite:///relative/or/absolute.db`` — ``sqlite:///lab.db`` is ``lab.db`` in the
       current directory, ``sqlite:////tmp/lab.db`` is ``/tmp/lab.db``;
     - ``sqlite:///:memory:``, ``sqlite://`` or ``:memory:`` — a private in-memory database;
@@ -34,14 +39,15 @@ def open_store(url: str | os.PathLike[str] | None = None, *, timeout: float = 10
     Args:
         url: The store URL; ``None`` reads ``AGCORE_STORE_URL`` and falls back to
             ``agcore.db`` in the current directory.
-        timeout: Seconds a write waits for another writer (SQLite's busy timeout).
+        timeout: Seconds a write waits for another writer (SQLite's busy timeout), or for a
+            connection (PostgreSQL).
+        schema: The PostgreSQL schema of the store's tables.
 
     Returns:
         An open store (the caller closes it).
 
     Raises:
-        ConfigurationError: A scheme no backend serves (``postgresql://`` is not available
-            yet), or an empty URL.
+        ConfigurationError: A scheme no backend serves, or an empty URL.
         StorageError: The database could not be opened.
 
     Example:
@@ -60,10 +66,18 @@ def open_store(url: str | os.PathLike[str] | None = None, *, timeout: float = 10
     scheme = urlsplit(given).scheme if "://" in given else ""
     if not scheme:
         return SqliteStore(given, timeout=timeout)
+    if scheme.lower() in ("postgresql", "postgres"):
+        from agcore_lab.store.postgres import PostgresStore
+
+        parts = urlsplit(given)
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+        schema = dict(parse_qsl(parts.query)).get("schema", schema)
+        server = urlunsplit(parts._replace(query=urlencode(query)))
+        return PostgresStore(server, schema=schema, timeout=timeout)
     if scheme.lower() != "sqlite":
         raise ConfigurationError(
-            f"no store backend for {scheme + '://'!r} URLs; use sqlite:///PATH, a plain path "
-            "or :memory: (a PostgreSQL backend is planned)",
+            f"no store backend for {scheme + '://'!r} URLs; use postgresql://..., "
+            "sqlite:///PATH, a plain path or :memory:",
             scheme=scheme,
         )
     rest = given.split("://", 1)[1]

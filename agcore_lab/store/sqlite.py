@@ -364,7 +364,7 @@ class SqliteStore:
         self, session_id: str | None = None, *, limit: int | None = None
     ) -> list[CkptMeta]:
         """Checkpoints of one session (or all), newest first; at most ``limit`` of them."""
-        where, params = ("session_id = ?", [session_id]) if session_id else ("1", [])
+        where, params = ("session_id = ?", [session_id]) if session_id else ("1 = 1", [])
         return self._locked_read(lambda conn: read_checkpoints(conn, where, params, limit))
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
@@ -431,7 +431,7 @@ class SqliteStore:
         ``include_resolved``."""
         with self._write() as conn:
             expire_overdue(conn, utcnow())
-        conditions = ["1"] if include_resolved else ["status = 'PENDING_APPROVAL'"]
+        conditions = ["1 = 1"] if include_resolved else ["status = 'PENDING_APPROVAL'"]
         params: tuple[Any, ...] = ()
         if session_id is not None:
             conditions.append("session_id = ?")

@@ -19,10 +19,10 @@ from agcore_lab import (
     Reject,
     ScriptedModel,
     SessionManager,
-    SqliteStore,
     Tool,
     ToolCall,
     UserMessage,
+    open_store,
 )
 from agcore_lab.llm.scripted import Reply
 
@@ -57,7 +57,7 @@ def race_resumes(path: str, log_path: str, index: int, inbox: Any, barrier: Any,
 
     Outcomes: ``won`` (detail: the decision and the reply), ``conflict`` (detail: the problem
     status) or ``error`` (detail: the traceback)."""
-    manager = SessionManager(SqliteStore(path), agents=[make_agent(log_path)])
+    manager = SessionManager(open_store(path), agents=[make_agent(log_path)])
     delays = (0.0, 0.001, 0.003, 0.006)
     while True:
         task = inbox.get(timeout=120)

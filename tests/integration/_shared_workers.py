@@ -20,12 +20,12 @@ from agcore_lab import (
     ScriptedModel,
     SessionBusyError,
     SessionManager,
-    SqliteStore,
     StaleSessionError,
     Tool,
     ToolCall,
     ToolMessage,
     UserMessage,
+    open_store,
 )
 from agcore_lab.llm.scripted import Reply
 
@@ -62,7 +62,8 @@ def logging_agent(asked_path: str) -> Agent:
 
 
 def manager_for(path: str, agent: Agent) -> SessionManager:
-    bundle = RuntimeBundle(store=SqliteStore(path), lease_seconds=LEASE_SECONDS)
+    """A manager on ``path``: a SQLite file, or a ``postgresql://...?schema=`` URL."""
+    bundle = RuntimeBundle(store=open_store(path), lease_seconds=LEASE_SECONDS)
     return SessionManager(bundle=bundle, agents=[agent], watch_interval=None)
 
 

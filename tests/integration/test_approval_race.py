@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agcore_lab import AgentSession, SessionManager, SqliteStore, ToolMessage
+from agcore_lab import AgentSession, SessionManager, SqliteStore, ToolMessage, open_store
 
 HERE = Path(__file__).parent
 PROCESSES = 8
@@ -60,11 +60,22 @@ def _check_stored(store: SqliteStore, agent: Any, sid: str, kind: str) -> None:
     assert len(answers) == 1 and answers[0].is_error == (kind == "reject")
 
 
-def test_processes_racing_to_resume_one_interrupt(tmp_path: Path, workers: Any) -> None:
-    path, log_path = str(tmp_path / "race.db"), tmp_path / "tool-runs.log"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def race_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the race runs: a SQLite file, or a fresh schema on the PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "race.db")
+    url: str = request.getfixturevalue("postgres_url")
+    return f"{url}?schema=race_{tmp_path.name[-8:].replace('-', '_').lower()}"
+
+
+def test_processes_racing_to_resume_one_interrupt(
+    tmp_path: Path, workers: Any, race_store: str
+) -> None:
+    path, log_path = race_store, tmp_path / "tool-runs.log"
     log_path.touch()
     agent = workers.make_agent(str(log_path))
-    manager = SessionManager(SqliteStore(path), agents=[agent])
+    manager = SessionManager(open_store(path), agents=[agent])
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
     inboxes = [ctx.Queue() for _ in range(PROCESSES)]
@@ -107,6 +118,7 @@ def test_processes_racing_to_resume_one_interrupt(tmp_path: Path, workers: Any) 
     assert len(runs) == decisions["approve"]
     assert len({line.split()[0] for line in runs}) == len(runs)  # never twice in one round
     assert manager.pending_calls() == []
+    manager.store.close()
     elapsed = time.monotonic() - started
     print(
         f"\napproval race: {ROUNDS} rounds x {PROCESSES} processes in {elapsed:.1f}s; "

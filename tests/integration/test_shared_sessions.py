@@ -27,6 +27,7 @@ from agcore_lab import (
     SqliteStore,
     StaleSessionError,
     ToolMessage,
+    open_store,
 )
 
 HERE = Path(__file__).parent
@@ -189,7 +190,7 @@ def _collect(out: Any, workers: int, timeout: float = 120) -> list[tuple[int, st
 
 
 def _run_workers(
-    workers: Any, path: Path, sid: str, count: int, turns: int, wait: float, tmp_path: Path
+    workers: Any, path: Path | str, sid: str, count: int, turns: int, wait: float, tmp_path: Path
 ) -> tuple[list[tuple[int, str, str]], list[str]]:
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
@@ -214,11 +215,12 @@ def _run_workers(
 
 
 def _check_outcomes(
-    path: Path, sid: str, results: list[tuple[int, str, str]], asked: list[str]
+    path: Path | str, sid: str, results: list[tuple[int, str, str]], asked: list[str]
 ) -> AgentSession:
-    with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    final = AgentSession.load(sid, Agent(name="echo"), store=SqliteStore(path))
+    if isinstance(path, Path):
+        with sqlite3.connect(path) as raw:
+            assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    final = AgentSession.load(sid, Agent(name="echo"), store=open_store(path))
     kept = _users(final)
     landed = [text for _, text, outcome in results if outcome == "ok"]
     refused = [text for _, text, outcome in results if outcome != "ok"]
@@ -242,6 +244,20 @@ def test_four_processes_racing_on_one_session_lose_nothing(tmp_path: Path, worke
     _check_outcomes(path, sid, results, asked)
     outcomes = Counter(outcome for _, _, outcome in results)
     assert outcomes["ok"] > 0 and set(outcomes) <= {"ok", "busy", "stale"}
+
+
+@pytest.mark.slow
+def test_four_processes_racing_on_one_postgres_session_lose_nothing(
+    tmp_path: Path, workers: Any, postgres_url: str
+) -> None:
+    url = f"{postgres_url}?schema=race_{tmp_path.name[-8:].replace('-', '_').lower()}"
+    manager = SessionManager(open_store(url), agents=[Agent(name="echo")], watch_interval=None)
+    sid = manager.create_sync(manager.agents["echo"])
+    results, asked = _run_workers(workers, url, sid, 4, 60, 0.0, tmp_path)
+    assert len(results) == 240
+    final = _check_outcomes(url, sid, results, asked)
+    final.store.close()
+    manager.store.close()
 
 
 @pytest.mark.slow

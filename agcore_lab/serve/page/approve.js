@@ -41,12 +41,12 @@
     }
   }
 
-  async function decide(row, body) {
+  async function decide(row, body, route) {
     busy = true;
     for (const b of row.querySelectorAll("button")) b.disabled = true;
     const url = "sessions/" + encodeURIComponent(row.dataset.session) + "/runs/" +
       encodeURIComponent(row.dataset.run) + "/interrupts/" +
-      encodeURIComponent(row.dataset.interrupt) + "/resume";
+      encodeURIComponent(row.dataset.interrupt) + "/" + (route || "resume");
     try {
       const answer = await fetch(url, {
         method: "POST",
@@ -56,7 +56,8 @@
       });
       const data = await answer.json();
       if (answer.ok) {
-        const done = body.decision === "approve" ? "approved " : "rejected ";
+        const done = route === "settle" ? "settled " :
+          body.decision === "approve" ? "approved " : "rejected ";
         say(done + row.dataset.tool + " (" + row.dataset.interrupt +
           "); reply: " + data.reply, "ok");
       } else {
@@ -92,6 +93,9 @@
       decide(row, { decision: "approve", arguments: args });
     } else if (action === "reject") {
       decide(row, { decision: "reject", reason: row.querySelector("input.reason").value });
+    } else if (action === "settle") {
+      const outcome = row.querySelector("input.outcome").value.trim();
+      decide(row, outcome ? { result: outcome } : {}, "settle");
     }
   });
 

@@ -59,7 +59,6 @@ def test_the_environment_variable_and_the_default(
 @pytest.mark.parametrize(
     ("url", "says"),
     [
-        ("postgresql://user@db/lab", "postgresql://"),
         ("mysql://db/lab", "mysql://"),
         ("sqlite://relative.db", "three slashes"),
         ("sqlite:///", "names no file"),
