@@ -19,6 +19,15 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi
 
+# The PostgreSQL tests start a throwaway server from Debian's server binaries (as the
+# postgres user when we are root): install them where they are missing and we can.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -z "${AGCORE_TEST_POSTGRES_URL:-}" ] \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== installing Debian's PostgreSQL server for the PostgreSQL tests"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
+fi
+
 echo "== pytest: tests/, notebooks/ (nbval) and docstring examples"
 python -m pytest tests notebooks agcore_lab --doctest-modules --ignore=agcore_lab/__main__.py \
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
