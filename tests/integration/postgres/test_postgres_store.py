@@ -92,3 +92,10 @@ def test_a_newer_schema_is_refused(postgres_url: str) -> None:
         PostgresStore(postgres_url, schema=store.schema)
     store.drop_schema()
     store.close()
+
+
+def test_the_docs_show_the_snippet_that_runs() -> None:
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[3] / "docs" / "team-lab.md"
+    assert SNIPPET in doc.read_text(encoding="utf-8")
