@@ -44,6 +44,13 @@ from agcore_lab.testing._support import (
     run_checks,
     session_record,
 )
+from agcore_lab.testing.checkpoint_checks import (
+    check_checkpoint_round_trip,
+    check_checkpoints_newest_first_and_delete,
+    check_pending_compare_and_set,
+    check_pending_expiry_on_list,
+    check_restore_checkpoint,
+)
 from agcore_lab.testing.memory_checks import (
     check_memory_json_values,
     check_memory_keeps_created_at,
@@ -334,6 +341,11 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_stale_commit_writes_nothing,
         check_turn_lease,
         check_change_feed,
+        check_checkpoint_round_trip,
+        check_checkpoints_newest_first_and_delete,
+        check_restore_checkpoint,
+        check_pending_compare_and_set,
+        check_pending_expiry_on_list,
     ]
 }
 """Every check by name, in the order they run."""
