@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 from agcore_lab.errors import ConflictError, GoneError, NotFoundError, SessionNotFoundError
 from agcore_lab.ids import new_id, utcnow
@@ -201,7 +202,7 @@ def check_pending_compare_and_set(store: Store) -> None:
     store.commit(session_record(), pending=call)
     expect_equal(store.get_pending(call.interrupt_id), call, "the stored call")
     expect_equal(store.list_pending("s1"), [call], "the waiting calls")
-    args = {"session_id": "s1", "interrupt_id": call.interrupt_id}
+    args: dict[str, Any] = {"session_id": "s1", "interrupt_id": call.interrupt_id}
     expect_raises(
         NotFoundError, "an unknown interrupt", store.decide_pending, session_id="s1",
         run_id=call.run_id, interrupt_id="int_nope", to_status="REJECTED",
