@@ -13,11 +13,12 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import networkx as nx
+from pydantic import TypeAdapter
 
 from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import _frames
-from agcore_lab.kg._search import match_keywords
+from agcore_lab.kg._search import KeywordIndex
 from agcore_lab.kg.types import (
     EntityNotFoundError,
     GraphEntity,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["InMemoryGraph", "from_triples"]
+
+_SCORED = TypeAdapter(list[ScoredEntity])
 
 
 class InMemoryGraph:
@@ -61,6 +64,7 @@ class InMemoryGraph:
         self._entities: dict[str, GraphEntity] = {}
         self._graph = nx.MultiDiGraph()
         self._tags: dict[str, set[str]] = {}
+        self._keywords = KeywordIndex()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
@@ -80,6 +84,7 @@ class InMemoryGraph:
 
     def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[GraphRelation]) -> None:
         self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
+        self._keywords.clear()
         for entity in entities:
             self._put_entity(entity)
         for relation in relations:
@@ -90,6 +95,7 @@ class InMemoryGraph:
         if old is not None:
             self._untag(old)
         self._entities[entity.id] = entity
+        self._keywords.put(entity)
         self._graph.add_node(entity.id)
         for tag in entity.tags:
             self._tags.setdefault(tag, set()).add(entity.id)
@@ -174,6 +180,7 @@ class InMemoryGraph:
                 return False
             self._persist_entity_removal(entity_id)
             self._untag(entity)
+            self._keywords.discard(entity_id)
             del self._entities[entity_id]
             self._graph.remove_node(entity_id)
             return True
@@ -218,24 +225,28 @@ class InMemoryGraph:
         with self._lock:
             self._require(entity_id)
             steps = walk(self._graph, entity_id, depth, direction, relation_types)
-            return [
-                ScoredEntity(entity=self._entities[node], score=score, path=path)
-                for node, score, path in steps
-            ]
+            entities = self._entities
+            # One validation call for the whole list (pydantic-core builds each result).
+            return _SCORED.validate_python(
+                [
+                    {"entity": entities[node], "score": score, "path": path}
+                    for node, score, path in steps
+                ]
+            )
 
     async def find_by_keywords(
         self, keywords: str | Sequence[str], limit: int = 10
     ) -> list[ScoredEntity]:
         """Entities matching the keywords, best first (see
         :func:`agcore_lab.kg._search.match_keywords` for the scoring: a name matching every
-        keyword scores 1).
+        keyword scores 1). Answered from a trigram index built on the first search and kept
+        up to date on writes.
 
         Raises:
             InvalidInputError: ``limit`` is negative.
         """
         with self._lock:
-            entities = list(self._entities.values())
-        return match_keywords(entities, keywords, limit)
+            return self._keywords.search(self._entities, keywords, limit)
 
     async def find_tags(self, tags: Iterable[str], match_all: bool = False) -> list[GraphEntity]:
         """Entities with any (or, with ``match_all``, every) of ``tags``, sorted by id.

@@ -1,0 +1,60 @@
+"""The keyword index answers exactly as the plain scan, through adds, replacements and removals."""
+
+from __future__ import annotations
+
+import random
+
+from agcore_lab.kg import GraphEntity, InMemoryGraph
+from agcore_lab.kg._search import match_keywords
+
+ALPHABET = "abcAB İß xy"
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))).strip() or "a"
+
+
+def _entity(rng: random.Random, eid: str) -> GraphEntity:
+    return GraphEntity(
+        id=eid,
+        name=_word(rng) if rng.random() < 0.8 else "",
+        entity_type=_word(rng),
+        description=" ".join(_word(rng) for _ in range(rng.randint(0, 4))),
+        tags=list({_word(rng) for _ in range(rng.randint(0, 3))}),
+    )
+
+
+def test_index_matches_the_scan_through_writes() -> None:
+    rng = random.Random(16)
+    graph = InMemoryGraph()
+    for i in range(300):
+        graph.add_entity_sync(_entity(rng, f"e{i}"))
+    queries = [" ".join(_word(rng) for _ in range(rng.randint(1, 3))) for _ in range(60)]
+    queries += ["", "   ", "abc", "İ", "ß", "xy ab", "nothing-like-this"]
+    for round_ in range(4):
+        entities = [e for e in (graph.get_entity_sync(f"e{i}") for i in range(400)) if e]
+        for query in queries:
+            limit = rng.choice([0, 1, 5, 1000])
+            expected = match_keywords(entities, query, limit)
+            assert graph.find_by_keywords_sync(query, limit) == expected, (round_, query)
+        # Writes after the index is built: replace, tag, remove and add entities.
+        for i in rng.sample(range(300), 40):
+            graph.add_entity_sync(_entity(rng, f"e{i}"))
+        for i in rng.sample(range(300), 20):
+            graph.remove_entity_sync(f"e{i}")
+        for i in rng.sample(range(300), 20):
+            if graph.get_entity_sync(f"e{i}") is not None:
+                graph.set_entity_tags_sync(f"e{i}", [_word(rng)])
+        for i in range(300 + 25 * round_, 325 + 25 * round_):
+            graph.add_entity_sync(_entity(rng, f"e{i}"))
+
+
+def test_a_removed_entity_is_not_found_and_a_renamed_one_is_found_by_its_new_name() -> None:
+    graph = InMemoryGraph()
+    graph.add_entity_sync(GraphEntity(id="ada", name="Ada Lovelace"))
+    assert [r.entity.id for r in graph.find_by_keywords_sync("lovelace")] == ["ada"]
+    graph.add_entity_sync(GraphEntity(id="ada", name="Countess"))
+    assert graph.find_by_keywords_sync("lovelace") == []
+    assert [r.entity.id for r in graph.find_by_keywords_sync("COUNT")] == ["ada"]
+    graph.remove_entity_sync("ada")
+    assert graph.find_by_keywords_sync("count") == []
