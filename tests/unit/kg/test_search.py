@@ -58,3 +58,35 @@ def test_a_removed_entity_is_not_found_and_a_renamed_one_is_found_by_its_new_nam
     assert [r.entity.id for r in graph.find_by_keywords_sync("COUNT")] == ["ada"]
     graph.remove_entity_sync("ada")
     assert graph.find_by_keywords_sync("count") == []
+
+
+def test_import_fast_path_reads_the_table_as_the_row_by_row_check_does() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from agcore_lab.kg._frames import parse_triples
+
+    table = pd.DataFrame(
+        {
+            "source": ["a", "b", "a"],
+            "relation": ["r", "r", "r"],
+            "target": ["b", "c", "b"],
+            "weight": [0.5, np.nan, 2],
+        }
+    )
+    assert parse_triples(table) == [
+        ("a", "r", "b", 0.5),
+        ("b", "r", "c", 1.0),
+        ("a", "r", "b", 2.0),
+    ]
+    ints = table.assign(weight=[1, 2, 3])
+    assert [w for *_, w in parse_triples(ints)] == [1.0, 2.0, 3.0]
+    # A str subclass and an object column go through the row-by-row check, with the same result.
+    odd = table.assign(
+        source=[np.str_("a"), "b", "a"], weight=pd.Series([0.5, None, 2], dtype=object)
+    )
+    assert parse_triples(odd) == parse_triples(table)
+    graph = InMemoryGraph()
+    assert graph.import_triples_sync(table) == 3
+    assert graph.relation_count == 2
+    assert graph.to_dataframes()[1]["weight"].tolist() == [2.0, 1.0]  # the last row wins
