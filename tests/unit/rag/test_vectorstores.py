@@ -217,7 +217,7 @@ def test_sqlite_failed_write_leaves_memory_and_file_untouched() -> None:
     store.add(docs, _vectors(docs))
     with db.transaction() as conn:  # make the next insert of 'boom' fail inside SQLite
         conn.execute(
-            "CREATE TRIGGER fail BEFORE INSERT ON vectors WHEN NEW.doc_id = 'boom' "
+            "CREATE TRIGGER fail BEFORE INSERT ON vector_docs WHEN NEW.doc_id = 'boom' "
             "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
         )
     batch = _docs("c", "boom")
