@@ -106,7 +106,7 @@ class SqliteVectorStore(InMemoryVectorStore):
     ) -> None:
         if not docs and not gone:
             return
-        rows = [(d.id, d.content, dict(d.metadata), d.mime_type) for d in docs]
+        rows = [(d.id, d.content, d.metadata, d.mime_type) for d in docs]  # only read
         with self.store.transaction() as conn:
             if gone:
                 delete_vectors(conn, self.namespace, gone)

@@ -106,25 +106,34 @@ _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 
 def _row(
-    namespace: str, doc_id: str, content: str, metadata: dict[str, Any], mime_type: str
+    namespace: str,
+    doc_id: str,
+    content: str,
+    metadata: dict[str, Any],
+    mime_type: str,
+    block: int,
+    slot: int,
 ) -> tuple[Any, ...]:
-    """The flat columns of one document (a column is NULL unless its value has its type)."""
+    """The columns of one document (a flat column is NULL unless its value has its type)."""
+    get = metadata.get
     source, chunk, start, end = (
-        metadata.get("source_id"),
-        metadata.get("chunk_index"),
-        metadata.get("start_index"),
-        metadata.get("end_index"),
+        get("source_id"),
+        get("chunk_index"),
+        get("start_index"),
+        get("end_index"),
     )
     return (
         namespace,
         doc_id,
-        source if isinstance(source, str) else None,
-        chunk if type(chunk) is int or _integer(chunk) else None,
-        start if type(start) is int or _integer(start) else None,
-        end if type(end) is int or _integer(end) else None,
+        source if source is None or isinstance(source, str) else None,
+        chunk if chunk is None or type(chunk) is int or _integer(chunk) else None,
+        start if start is None or type(start) is int or _integer(start) else None,
+        end if end is None or type(end) is int or _integer(end) else None,
         mime_type,
         content,
         _compact(metadata),
+        block,
+        slot,
     )
 
 
@@ -264,7 +273,7 @@ def insert_vectors(
         "end_index, mime_type, content, metadata_json, block, slot) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         [
-            (*_row(namespace, doc_id, content, metadata, mime_type), block, slot)
+            _row(namespace, doc_id, content, metadata, mime_type, block, slot)
             for (doc_id, content, metadata, mime_type), block, slot in zip(
                 rows, blocks_of, slots, strict=True
             )
