@@ -99,6 +99,10 @@ def parse_triples(triples: pd.DataFrame) -> list[Triple]:
             columns=list(map(str, triples.columns)),
         )
     has_weight = "weight" in triples.columns
+    fast = _parse_columns(triples, has_weight)
+    if fast is not None:
+        return fast
+    # Something is off (or unusual, such as a str subclass): the row-by-row check names it.
     parsed: list[Triple] = []
     for row, record in enumerate(triples.to_dict("records")):
         parsed.append(
@@ -110,3 +114,24 @@ def parse_triples(triples: pd.DataFrame) -> list[Triple]:
             )
         )
     return parsed
+
+
+def _parse_columns(triples: pd.DataFrame, has_weight: bool) -> list[Triple] | None:
+    """The triples of a well-formed table, checked a column at a time; ``None`` when any
+    value needs the row-by-row check (which then raises the error for the first bad row)."""
+    import numpy as np  # numpy comes with pandas
+
+    texts = [triples[c].tolist() for c in ("source", "relation", "target")]
+    for values in texts:
+        if not all(type(v) is str and v for v in values):
+            return None
+    if not has_weight:
+        return [(s, r, t, 1.0) for s, r, t in zip(*texts, strict=True)]
+    column = triples["weight"]
+    if column.dtype.kind not in "fiu":
+        return None
+    weights = column.to_numpy(dtype=np.float64, copy=True)
+    weights[np.isnan(weights)] = 1.0
+    if not (np.isfinite(weights).all() and (weights >= 0).all()):
+        return None
+    return list(zip(*texts, weights.tolist(), strict=True))

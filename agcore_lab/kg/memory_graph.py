@@ -9,15 +9,16 @@ graph as it was.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import networkx as nx
+from pydantic import JsonValue, TypeAdapter
 
 from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import _frames
-from agcore_lab.kg._search import match_keywords
+from agcore_lab.kg._search import KeywordIndex
 from agcore_lab.kg.types import (
     EntityNotFoundError,
     GraphEntity,
@@ -32,7 +33,13 @@ from agcore_lab.kg.walk import walk
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["InMemoryGraph", "from_triples"]
+__all__ = ["EdgeRow", "InMemoryGraph", "from_triples"]
+
+EdgeRow = tuple[str, str, str, float, dict[str, JsonValue]]
+"""``(source, relation_type, target, weight, properties)``: one relation as loaded."""
+_RELATIONS = TypeAdapter(list[GraphRelation])
+
+_SCORED = TypeAdapter(list[ScoredEntity])
 
 
 class InMemoryGraph:
@@ -61,6 +68,7 @@ class InMemoryGraph:
         self._entities: dict[str, GraphEntity] = {}
         self._graph = nx.MultiDiGraph()
         self._tags: dict[str, set[str]] = {}
+        self._keywords = KeywordIndex()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
@@ -78,18 +86,27 @@ class InMemoryGraph:
 
     # -- memory -----------------------------------------------------------------------------
 
-    def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[GraphRelation]) -> None:
+    def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[EdgeRow]) -> None:
         self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
+        self._keywords.clear()
         for entity in entities:
             self._put_entity(entity)
-        for relation in relations:
-            self._put_relation(relation)
+        self._graph.add_edges_from(
+            (
+                source,
+                target,
+                rtype,
+                {"weight": weight, "properties": props} if props else {"weight": weight},
+            )
+            for source, rtype, target, weight, props in relations
+        )
 
     def _put_entity(self, entity: GraphEntity) -> None:
         old = self._entities.get(entity.id)
         if old is not None:
             self._untag(old)
         self._entities[entity.id] = entity
+        self._keywords.put(entity)
         self._graph.add_node(entity.id)
         for tag in entity.tags:
             self._tags.setdefault(tag, set()).add(entity.id)
@@ -103,16 +120,29 @@ class InMemoryGraph:
                     del self._tags[tag]
 
     def _put_relation(self, relation: GraphRelation) -> None:
-        self._graph.add_edge(
-            relation.source,
-            relation.target,
-            key=relation.relation_type,
-            weight=relation.weight,
-            relation=relation,
-        )
+        # An edge holds its weight, and its properties only when there are some: a bulk
+        # import then stores one small dict per edge, and relations are built when asked for.
+        source, target, key = relation.source, relation.target, relation.relation_type
+        self._graph.add_edge(source, target, key=key, weight=relation.weight)
+        data = self._graph._succ[source][target][key]
+        if relation.properties:
+            data["properties"] = dict(relation.properties)
+        else:
+            data.pop("properties", None)
 
     def _relations(self) -> list[GraphRelation]:
-        return [data for _, _, data in self._graph.edges(data="relation")]
+        return _RELATIONS.validate_python(
+            [
+                {
+                    "source": source,
+                    "target": target,
+                    "relation_type": key,
+                    "weight": data["weight"],
+                    "properties": data.get("properties", {}),
+                }
+                for source, target, key, data in self._graph.edges(keys=True, data=True)
+            ]
+        )
 
     # -- persistence hooks (SqliteGraph writes its file here) ----------------------------
 
@@ -120,6 +150,12 @@ class InMemoryGraph:
         self, entities: Sequence[GraphEntity], relations: Sequence[GraphRelation]
     ) -> None:
         """Store these entities and relations (adding or replacing), all or nothing."""
+
+    def _persist_import(
+        self, entities: Sequence[GraphEntity], weights: Mapping[RelationKey, float]
+    ) -> None:
+        """Store an import: new entities, and relations added or given a new weight (a
+        relation already in the graph keeps its properties), all or nothing."""
 
     def _persist_entity_removal(self, entity_id: str) -> None:
         """Delete the entity, its tags and its relations."""
@@ -174,6 +210,7 @@ class InMemoryGraph:
                 return False
             self._persist_entity_removal(entity_id)
             self._untag(entity)
+            self._keywords.discard(entity_id)
             del self._entities[entity_id]
             self._graph.remove_node(entity_id)
             return True
@@ -218,24 +255,28 @@ class InMemoryGraph:
         with self._lock:
             self._require(entity_id)
             steps = walk(self._graph, entity_id, depth, direction, relation_types)
-            return [
-                ScoredEntity(entity=self._entities[node], score=score, path=path)
-                for node, score, path in steps
-            ]
+            entities = self._entities
+            # One validation call for the whole list (pydantic-core builds each result).
+            return _SCORED.validate_python(
+                [
+                    {"entity": entities[node], "score": score, "path": path}
+                    for node, score, path in steps
+                ]
+            )
 
     async def find_by_keywords(
         self, keywords: str | Sequence[str], limit: int = 10
     ) -> list[ScoredEntity]:
         """Entities matching the keywords, best first (see
         :func:`agcore_lab.kg._search.match_keywords` for the scoring: a name matching every
-        keyword scores 1).
+        keyword scores 1). Answered from a trigram index built on the first search and kept
+        up to date on writes.
 
         Raises:
             InvalidInputError: ``limit`` is negative.
         """
         with self._lock:
-            entities = list(self._entities.values())
-        return match_keywords(entities, keywords, limit)
+            return self._keywords.search(self._entities, keywords, limit)
 
     async def find_tags(self, tags: Iterable[str], match_all: bool = False) -> list[GraphEntity]:
         """Entities with any (or, with ``match_all``, every) of ``tags``, sorted by id.
@@ -288,27 +329,17 @@ class InMemoryGraph:
 
     def _import(self, parsed: list[_frames.Triple]) -> int:
         with self._lock:
-            new: dict[str, GraphEntity] = {}
-            relations: dict[RelationKey, GraphRelation] = {}
-            for source, relation_type, target, weight in parsed:
-                for end in (source, target):
-                    if end not in self._entities and end not in new:
-                        new[end] = GraphEntity(id=end)
-                key = (source, relation_type, target)
-                old = self._graph.get_edge_data(source, target, key=relation_type)
-                properties = old["relation"].properties if old else {}
-                relations[key] = GraphRelation(
-                    source=source,
-                    target=target,
-                    relation_type=relation_type,
-                    weight=weight,
-                    properties=properties,
-                )
-            self._persist_upserts(list(new.values()), list(relations.values()))
-            for entity in new.values():
-                self._put_entity(entity)
-            for relation in relations.values():
-                self._put_relation(relation)
+            entities = self._entities
+            ends = dict.fromkeys(end for s, _, t, _ in parsed for end in (s, t))
+            new = [GraphEntity(id=end) for end in ends if end not in entities]
+            weights = {(s, r, t): w for s, r, t, w in parsed}  # the last row of a triple wins
+            self._persist_import(new, weights)
+            for entity in new:
+                entities[entity.id] = entity
+                self._keywords.put(entity)
+            self._graph.add_nodes_from(ends)
+            # networkx's bulk call; an edge already there only gets the new weight.
+            self._graph.add_edges_from((s, t, r, {"weight": w}) for (s, r, t), w in weights.items())
         return len(parsed)
 
     # -- sync twins -------------------------------------------------------------------------

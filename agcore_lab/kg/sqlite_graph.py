@@ -8,10 +8,10 @@ in one transaction, and only then to memory: a failed write leaves both as they 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.kg.memory_graph import InMemoryGraph
+from agcore_lab.kg.memory_graph import EdgeRow, InMemoryGraph
 from agcore_lab.kg.types import GraphEntity, GraphRelation, RelationKey, TagConstraints
 from agcore_lab.store._graph import (
     EntityRow,
@@ -108,14 +108,10 @@ class SqliteGraph(InMemoryGraph):
                 )
                 for eid, name, etype, desc, props, tags in entity_rows
             ]
-            relations = [
-                GraphRelation(
-                    source=source,
-                    relation_type=rtype,
-                    target=target,
-                    weight=weight,
-                    properties=json.loads(props),
-                )
+            # The rows were valid when written: no model per relation, and no JSON parse for
+            # the usual empty properties.
+            relations: list[EdgeRow] = [
+                (source, rtype, target, weight, {} if props == "{}" else json.loads(props))
                 for source, rtype, target, weight, props in relation_rows
             ]
             self._reset(entities, relations)
@@ -128,6 +124,20 @@ class SqliteGraph(InMemoryGraph):
             relation_rows = [_relation_row(r) for r in relations]
         except ValueError as exc:
             raise InvalidInputError(f"properties are not JSON-serializable: {exc}") from exc
+        with self.store.transaction() as conn:
+            upsert_entities(conn, self.namespace, entity_rows)
+            upsert_relations(conn, self.namespace, relation_rows)
+
+    def _persist_import(
+        self, entities: Sequence[GraphEntity], weights: Mapping[RelationKey, float]
+    ) -> None:
+        edges = self._graph._succ
+        relation_rows: list[RelationRow] = []
+        for (source, rtype, target), weight in weights.items():
+            old = edges.get(source, {}).get(target, {}).get(rtype)
+            props = old.get("properties") if old else None
+            relation_rows.append((source, rtype, target, weight, _json(props) if props else "{}"))
+        entity_rows = [_entity_row(e) for e in entities]
         with self.store.transaction() as conn:
             upsert_entities(conn, self.namespace, entity_rows)
             upsert_relations(conn, self.namespace, relation_rows)

@@ -9,7 +9,8 @@ first, then by depth and id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -22,18 +23,27 @@ WalkStep = tuple[str, float, list[str]]
 """``(entity_id, score, path)``; ``path`` runs from the start to ``entity_id``."""
 
 
-def _steps(
-    graph: nx.MultiDiGraph, node: str, direction: RelationDirection, types: frozenset[str] | None
-) -> Iterator[tuple[str, float]]:
-    """``(neighbour, weight)`` for each relation the walk may follow from ``node``."""
-    if direction is not RelationDirection.Incoming:
-        for _, other, key, data in graph.out_edges(node, keys=True, data=True):
-            if types is None or key in types:
-                yield other, float(data.get("weight", 1.0))
-    if direction is not RelationDirection.Outgoing:
-        for other, _, key, data in graph.in_edges(node, keys=True, data=True):
-            if types is None or key in types:
-                yield other, float(data.get("weight", 1.0))
+def _arrivals(
+    sides: list[Any], frontier: list[str], scores: dict[str, float], types: frozenset[str] | None
+) -> tuple[dict[str, float], dict[str, str]]:
+    """The next level: the best score of each new entity, and the node it came from."""
+    arrivals: dict[str, float] = {}
+    parents: dict[str, str] = {}
+    for node in frontier:
+        score = scores[node]
+        for side in sides:
+            for other, keyed in side[node].items():
+                if other in scores:
+                    continue
+                for key, data in keyed.items():
+                    if types is not None and key not in types:
+                        continue
+                    candidate = score * float(data.get("weight", 1.0))
+                    best = arrivals.get(other)
+                    if best is None or candidate > best:
+                        arrivals[other] = candidate
+                        parents[other] = node
+    return arrivals, parents
 
 
 def walk(
@@ -69,24 +79,28 @@ def walk(
         raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
     direction = RelationDirection(direction)
     types = None if relation_types is None else frozenset(relation_types)
-    visited = {source}
-    frontier: dict[str, tuple[float, list[str]]] = {source: (1.0, [source])}
-    found: list[tuple[int, WalkStep]] = []
+    # networkx's own adjacency dicts (node -> neighbour -> key -> data), as its algorithms
+    # read them: no edge views or tuples per step. Each level's winners get their path once,
+    # from their parent's, and the results sort as plain tuples.
+    sides: list[Any] = []
+    if direction is not RelationDirection.Incoming:
+        sides.append(graph._succ)
+    if direction is not RelationDirection.Outgoing:
+        sides.append(graph._pred)
+    if source not in graph._succ:
+        return []
+    scores: dict[str, float] = {source: 1.0}
+    paths: dict[str, list[str]] = {source: [source]}
+    found: list[tuple[float, int, str]] = []  # (-score, level, id): sorts best first
+    frontier = [source]
     for level in range(1, depth + 1):
-        arrivals: dict[str, tuple[float, list[str]]] = {}
-        for node in sorted(frontier):
-            score, path = frontier[node]
-            for other, weight in _steps(graph, node, direction, types):
-                if other in visited:
-                    continue
-                candidate = score * weight
-                best = arrivals.get(other)
-                if best is None or candidate > best[0]:
-                    arrivals[other] = (candidate, [*path, other])
+        arrivals, parents = _arrivals(sides, sorted(frontier), scores, types)
         if not arrivals:
             break
-        visited.update(arrivals)
-        found.extend((level, (node, s, p)) for node, (s, p) in arrivals.items())
-        frontier = arrivals
-    found.sort(key=lambda item: (-item[1][1], item[0], item[1][0]))
-    return [step for _, step in found]
+        scores.update(arrivals)
+        for node, score in arrivals.items():
+            paths[node] = [*paths[parents[node]], node]
+            found.append((-score, level, node))
+        frontier = list(arrivals)
+    found.sort()
+    return [(node, -negative, paths[node]) for negative, _, node in found]

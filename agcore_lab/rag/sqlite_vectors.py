@@ -1,10 +1,13 @@
 """``SqliteVectorStore``: the in-memory vector store, persisted in a ``SqliteStore`` file.
 
-Each document is one row of the ``vectors`` table (see :mod:`agcore_lab.store._vectors`): flat
-columns for pandas, and the unit vector as a float32 BLOB. The namespace is loaded into memory
-once, when the store is opened; searches then run on the in-memory matrix. Every write goes to
-SQLite first, in one transaction, and only then to memory: a failed write leaves both the file
-and the memory as they were.
+Each document is one row of ``vector_docs`` (see :mod:`agcore_lab.store._vectors`): flat
+columns for pandas; the unit vectors are float32 bytes in blocks of many vectors per row, and
+the ``vectors`` view shows each document with its own ``embedding`` BLOB. The namespace is
+loaded into memory once, when the store is opened (block by block, into one matrix); searches
+then run on the in-memory matrix. Every write goes to SQLite first, in one transaction, and
+only then to memory: a failed write leaves both the file and the memory as they were. After a
+write of more than :data:`BULK_BYTES` the write-ahead log is folded into the file and
+truncated, so the file and its log stay close to the raw bytes.
 """
 
 from __future__ import annotations
@@ -16,10 +19,19 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import utcnow
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.vectorstores import InMemoryVectorStore
-from agcore_lab.store._vectors import delete_vectors, insert_vectors, namespace_dim, read_vectors
+from agcore_lab.store._vectors import (
+    delete_vectors,
+    insert_vectors,
+    namespace_dim,
+    read_vectors,
+    truncate_wal,
+)
 from agcore_lab.store.sqlite import SqliteStore
 
-__all__ = ["SqliteVectorStore"]
+__all__ = ["BULK_BYTES", "SqliteVectorStore"]
+
+BULK_BYTES = 4 << 20
+"""A write of more vector bytes than this truncates the write-ahead log after it commits."""
 
 
 class SqliteVectorStore(InMemoryVectorStore):
@@ -94,22 +106,28 @@ class SqliteVectorStore(InMemoryVectorStore):
     ) -> None:
         if not docs and not gone:
             return
-        rows = [(d.id, d.content, dict(d.metadata), d.mime_type) for d in docs]
+        rows = [(d.id, d.content, d.metadata, d.mime_type) for d in docs]  # only read
         with self.store.transaction() as conn:
             if gone:
                 delete_vectors(conn, self.namespace, gone)
             if docs:
                 insert_vectors(conn, self.namespace, rows, vectors, utcnow().isoformat())
+        self._after_write(vectors.nbytes + len(gone) * 4 * (self._dim or 0))
 
     def _persist_remove(self, gone: list[str]) -> None:
         with self.store.transaction() as conn:
             delete_vectors(conn, self.namespace, gone)
+        self._after_write(len(gone) * 4 * (self._dim or 0))
+
+    def _after_write(self, written: int) -> None:
+        if written > BULK_BYTES and self.store.path != ":memory:":
+            truncate_wal(self.store.connection)
 
     def file_rows(self) -> int:
         """Rows of this namespace in the file now (may differ from ``len()`` when another
         process has written since :meth:`reload`)."""
         with self.store.transaction(write=False) as conn:
             row = conn.execute(
-                "SELECT count(*) FROM vectors WHERE namespace = ?", (self.namespace,)
+                "SELECT count(*) FROM vector_docs WHERE namespace = ?", (self.namespace,)
             ).fetchone()
         return int(row[0])

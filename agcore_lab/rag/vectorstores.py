@@ -29,6 +29,7 @@ __all__ = ["InMemoryVectorStore", "MetadataFilter", "SearchHit", "VectorStore"]
 MetadataFilter = Mapping[str, JsonValue]
 # A row not yet turned into a Document: (content, metadata JSON, MIME type).
 _Record = tuple[str, str, str]
+_CHUNK = 4096  # rows normalized (or checked) at a time: temporaries stay small
 
 
 class SearchHit(NamedTuple):
@@ -166,11 +167,14 @@ class InMemoryVectorStore:
                     "replace=[...]",
                     count=len(taken),
                 )
-            self._persist_add(docs, vectors, gone)
+            unit = self._stage(vectors)
+            self._persist_add(docs, unit, gone)
             if vectors.shape[0] and self._dim is None:
                 self._dim = int(vectors.shape[1])
             self._drop(gone)
-            self._append(docs, vectors)
+            if gone and unit.shape[0]:  # the staged rows move down to follow the ones left
+                self._matrix[self._count : self._count + unit.shape[0]] = unit
+            self._append(docs, unit.shape[0])
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove these ids; unknown ids are ignored (so it is idempotent)."""
@@ -190,8 +194,9 @@ class InMemoryVectorStore:
         """Store the removal durably before memory changes (nothing to do in memory)."""
 
     def _vectors(self, docs: list[Document], embeddings: ArrayLike) -> NDArray[np.float32]:
-        """Validate and normalize: a new C-contiguous float32 ``(len(docs), dim)`` array."""
-        vectors = np.array(embeddings, dtype=np.float32, order="C", copy=True)
+        """Validate: a float32 ``(len(docs), dim)`` array, not yet normalized (the caller's
+        own array when it already is one: it is only read, never changed)."""
+        vectors = np.asarray(embeddings, dtype=np.float32)
         if vectors.size == 0 and not docs:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(docs):
@@ -203,7 +208,7 @@ class InMemoryVectorStore:
             raise InvalidInputError(
                 f"vectors have dimension {vectors.shape[1]}, this store holds dimension {self._dim}"
             )
-        if vectors.shape[1] == 0 or not np.isfinite(vectors).all():
+        if vectors.shape[1] == 0 or not _finite(vectors):
             raise InvalidInputError("vectors must be non-empty and finite (no NaN or infinity)")
         seen: set[str] = set()
         for doc in docs:
@@ -212,25 +217,37 @@ class InMemoryVectorStore:
             if doc.id in seen:
                 raise InvalidInputError(f"id {doc.id!r} appears twice in one add")
             seen.add(doc.id)
-        return normalize_rows(vectors)
+        return vectors
 
-    def _append(
-        self,
-        docs: Sequence[Document | _Record],
-        vectors: NDArray[np.float32],
-        ids: Sequence[str] | None = None,
-    ) -> None:
-        """Put rows at the end (``ids`` is needed when ``docs`` holds records)."""
+    def _stage(self, vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Normalize ``vectors`` straight into the free rows after the stored ones (growing
+        the matrix first when needed) and return that view. No other copy is made, and the
+        stored rows are untouched, so a write that fails afterwards changes nothing."""
         count, added = self._count, vectors.shape[0]
         if not added:
-            return
+            return vectors
         if count + added > self._matrix.shape[0] or self._matrix.shape[1] != vectors.shape[1]:
             capacity = max(self._capacity, 2 * self._matrix.shape[0], count + added)
             grown = np.empty((capacity, vectors.shape[1]), dtype=np.float32)
             if count:
                 grown[:count] = self._matrix[:count]
             self._matrix = grown
-        self._matrix[count : count + added] = vectors
+        target = self._matrix[count : count + added]
+        for start in range(0, added, _CHUNK):  # the same arithmetic as normalize_rows
+            rows = vectors[start : start + _CHUNK]
+            norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+            norms[norms == 0] = 1.0
+            np.divide(rows, norms[:, None], out=target[start : start + _CHUNK])
+        return target
+
+    def _append(
+        self, docs: Sequence[Document | _Record], added: int, ids: Sequence[str] | None = None
+    ) -> None:
+        """Take in the ``added`` rows already normalized into the matrix after the stored
+        ones (``ids`` is needed when ``docs`` holds records)."""
+        count = self._count
+        if not added:
+            return
         new_ids = [d.id for d in docs if isinstance(d, Document)] if ids is None else list(ids)
         for offset, doc_id in enumerate(new_ids):
             self._index[doc_id] = count + offset
@@ -349,6 +366,12 @@ class InMemoryVectorStore:
                 top = _top_k(line, k, rows)
                 results.append([SearchHit(self._doc(int(r)), float(line[r])) for r in top])
             return results
+
+
+def _finite(vectors: NDArray[np.float32]) -> bool:
+    """No NaN or infinity, checked a slice at a time (no mask as big as the input)."""
+    rows = vectors.shape[0]
+    return all(np.isfinite(vectors[i : i + _CHUNK]).all() for i in range(0, rows, _CHUNK))
 
 
 def _top_k(scores: NDArray[np.float32], k: int, rows: NDArray[np.intp] | None) -> NDArray[np.intp]:

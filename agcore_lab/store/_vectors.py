@@ -1,14 +1,23 @@
-"""Vectors in SQLite: one row per document, the embedding as a float32 BLOB.
+"""Vectors in SQLite: one row per document, the embeddings in blocks of many vectors.
 
-``vectors`` has flat, pandas-friendly columns (namespace, id, source, chunk position, content,
-MIME type) plus ``metadata_json`` (all of the document's metadata) and ``embedding``: the unit
-vector as little-endian float32 bytes, ``4 * dim`` of them (never JSON text). ``seq`` (the
-rowid) keeps insertion order; the ``vectors_namespace`` index (which ends with the rowid) reads
-a namespace back in that order without sorting. ``vector_namespaces`` records each namespace's
-dimension, so two processes cannot mix lengths in one namespace.
+``vector_docs`` has one row per document with flat, pandas-friendly columns (namespace, id,
+source, chunk position, content, MIME type), ``metadata_json`` (all of the document's
+metadata), and where its vector is: ``block`` and ``slot``. ``vector_blocks`` holds the unit
+vectors as little-endian float32 bytes, up to :data:`BLOCK_BYTES` of them per row (never JSON
+text). Big BLOBs go to full overflow pages, so the file is close to the raw bytes whatever the
+page size (one 1.5 KB vector per row left a quarter of each 4 KiB page empty). The view
+``vectors`` shows one row per document with its vector as the ``embedding`` BLOB, as the
+table did before blocks (schema 4): ``pd.read_sql("select * from vectors", conn)`` still works.
+
+A namespace's blocks, in block order, hold its documents' vectors in insertion order (``seq``);
+a document's ``slot`` is its position in its block. Small adds do not each get a block: a new
+block takes in the namespace's last blocks while they are no bigger than what is being added
+and all of it fits in one block (like a binary counter, so each vector is rewritten
+O(log block size) times). A removal rewrites the blocks it touches. ``vector_namespaces``
+records each namespace's dimension, so two processes cannot mix lengths in one namespace.
 
 Used by :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore`; every function runs inside
-a transaction the caller holds.
+a transaction the caller holds, except :func:`truncate_wal`.
 """
 
 from __future__ import annotations
@@ -24,13 +33,19 @@ from numpy.typing import NDArray
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
 
 __all__ = [
+    "BLOCK_BYTES",
     "VECTOR_SCHEMA",
     "VectorRows",
     "delete_vectors",
     "insert_vectors",
+    "migrate_to_blocks",
     "namespace_dim",
     "read_vectors",
+    "truncate_wal",
 ]
+
+BLOCK_BYTES = 1 << 17
+"""The most vector bytes in one ``vector_blocks`` row (128 KiB: 85 vectors of dimension 384)."""
 
 VECTOR_SCHEMA = """
 CREATE TABLE vector_namespaces (
@@ -55,18 +70,75 @@ CREATE UNIQUE INDEX vectors_doc ON vectors(namespace, doc_id);
 CREATE INDEX vectors_namespace ON vectors(namespace)
 """
 
+# Schema 4 -> blocks (run by migration m009 after the one above, on new and old files alike).
+_BLOCKS_SCHEMA = """
+CREATE TABLE vector_blocks (
+    block      INTEGER PRIMARY KEY,
+    namespace  TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    embeddings BLOB NOT NULL
+);
+CREATE INDEX vector_blocks_namespace ON vector_blocks(namespace);
+ALTER TABLE vectors ADD COLUMN block INTEGER;
+ALTER TABLE vectors ADD COLUMN slot INTEGER
+"""
+_VIEW_SCHEMA = """
+DROP INDEX vectors_namespace;
+ALTER TABLE vectors DROP COLUMN embedding;
+ALTER TABLE vectors RENAME TO vector_docs;
+CREATE INDEX vector_docs_block ON vector_docs(namespace, block);
+CREATE VIEW vectors AS
+    SELECT d.seq, d.namespace, d.doc_id, d.source_id, d.chunk_index, d.start_index,
+           d.end_index, d.mime_type, d.content, d.metadata_json,
+           substr(b.embeddings, d.slot * 4 * n.dim + 1, 4 * n.dim) AS embedding
+    FROM vector_docs d
+    JOIN vector_blocks b ON b.block = d.block
+    JOIN vector_namespaces n ON n.namespace = d.namespace
+"""
+
 # (doc ids, (content, metadata_json, mime_type) per row, a float32 matrix whose first rows are
 # the vectors)
 VectorRows = tuple[list[str], list[tuple[str, str, str]], NDArray[np.float32]]
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# One encoder for every row (json.dumps with options builds a new one per call).
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def _flat(metadata: dict[str, Any], key: str, kind: type) -> Any:
-    value = metadata.get(key)
-    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+def _row(
+    namespace: str,
+    doc_id: str,
+    content: str,
+    metadata: dict[str, Any],
+    mime_type: str,
+    block: int,
+    slot: int,
+) -> tuple[Any, ...]:
+    """The columns of one document (a flat column is NULL unless its value has its type)."""
+    get = metadata.get
+    source, chunk, start, end = (
+        get("source_id"),
+        get("chunk_index"),
+        get("start_index"),
+        get("end_index"),
+    )
+    return (
+        namespace,
+        doc_id,
+        source if source is None or isinstance(source, str) else None,
+        chunk if chunk is None or type(chunk) is int or _integer(chunk) else None,
+        start if start is None or type(start) is int or _integer(start) else None,
+        end if end is None or type(end) is int or _integer(end) else None,
+        mime_type,
+        content,
+        _compact(metadata),
+        block,
+        slot,
+    )
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def namespace_dim(conn: sqlite3.Connection, namespace: str) -> int | None:
@@ -75,6 +147,50 @@ def namespace_dim(conn: sqlite3.Connection, namespace: str) -> int | None:
         "SELECT dim FROM vector_namespaces WHERE namespace = ?", (namespace,)
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def block_capacity(dim: int) -> int:
+    """How many vectors of dimension ``dim`` one block holds."""
+    return max(1, BLOCK_BYTES // (4 * dim))
+
+
+def _script(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, and a migration must stay in its transaction.
+    for statement in script.split(";\n"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def migrate_to_blocks(conn: sqlite3.Connection) -> None:
+    """Schema 4 -> blocks: move every stored vector into ``vector_blocks`` (in insertion
+    order), then turn ``vectors`` into ``vector_docs`` and the ``vectors`` view."""
+    _script(conn, _BLOCKS_SCHEMA)
+    namespaces = conn.execute("SELECT namespace, dim FROM vector_namespaces").fetchall()
+    for namespace, dim in namespaces:
+        cursor = conn.execute(
+            "SELECT seq, embedding FROM vectors WHERE namespace = ? ORDER BY seq", (namespace,)
+        )
+        while rows := cursor.fetchmany(block_capacity(int(dim))):
+            if any(len(blob) != 4 * dim for _, blob in rows):
+                raise StorageError(
+                    f"namespace {namespace!r} holds a vector that is not of dimension {dim}",
+                    namespace=namespace,
+                )
+            block = _insert_block(conn, namespace, b"".join(blob for _, blob in rows), len(rows))
+            conn.executemany(
+                "UPDATE vectors SET block = ?, slot = ? WHERE seq = ?",
+                [(block, slot, seq) for slot, (seq, _) in enumerate(rows)],
+            )
+    _script(conn, _VIEW_SCHEMA)
+
+
+def _insert_block(conn: sqlite3.Connection, namespace: str, data: bytes, count: int) -> int:
+    cursor = conn.execute(
+        "INSERT INTO vector_blocks (namespace, count, embeddings) VALUES (?, ?, ?)",
+        (namespace, count, data),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 def insert_vectors(
@@ -108,24 +224,59 @@ def insert_vectors(
             namespace=namespace,
         )
     little = vectors.astype("<f4", copy=False)
-    conn.executemany(
-        "INSERT INTO vectors (namespace, doc_id, source_id, chunk_index, start_index, "
-        "end_index, mime_type, content, metadata_json, embedding) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                namespace,
-                doc_id,
-                _flat(metadata, "source_id", str),
-                _flat(metadata, "chunk_index", int),
-                _flat(metadata, "start_index", int),
-                _flat(metadata, "end_index", int),
-                mime_type,
-                content,
-                _compact(metadata),
-                little[i].tobytes(),
+    capacity, count = block_capacity(dim), len(rows)
+    # The namespace's last blocks join the first new one while they are no bigger than what is
+    # added and everything fits in one block (so small adds do not each leave a small block).
+    merged: list[tuple[int, int]] = []
+    pending = count
+    for block, size in conn.execute(
+        "SELECT block, count FROM vector_blocks INDEXED BY vector_blocks_namespace "
+        "WHERE namespace = ? ORDER BY block DESC LIMIT 64",
+        (namespace,),
+    ):
+        if size > pending or size + pending > capacity:
+            break
+        merged.append((block, size))
+        pending += size
+    merged.reverse()
+    blocks_of: list[int] = []  # per new document: its block and its slot
+    slots: list[int] = []
+    start = 0
+    if merged:
+        old = b"".join(
+            conn.execute("SELECT embeddings FROM vector_blocks WHERE block = ?", (b,)).fetchone()[0]
+            for b, _ in merged
+        )
+        block = _insert_block(conn, namespace, old + little.tobytes(), pending)
+        blocks = [b for b, _ in merged]
+        marks = ",".join("?" * len(blocks))
+        conn.execute(f"DELETE FROM vector_blocks WHERE block IN ({marks})", blocks)
+        # Old slots shift by the sizes of the merged blocks before theirs.
+        offset = 0
+        for b, size in merged:
+            conn.execute(
+                "UPDATE vector_docs SET block = ?, slot = slot + ? "
+                "WHERE namespace = ? AND block = ?",
+                (block, offset, namespace, b),
             )
-            for i, (doc_id, content, metadata, mime_type) in enumerate(rows)
+            offset += size
+        blocks_of, slots = [block] * count, list(range(offset, offset + count))
+        start = count
+    while start < count:
+        stop = min(start + capacity, count)
+        block = _insert_block(conn, namespace, little[start:stop].tobytes(), stop - start)
+        blocks_of += [block] * (stop - start)
+        slots += range(stop - start)
+        start = stop
+    conn.executemany(
+        "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
+        "end_index, mime_type, content, metadata_json, block, slot) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            _row(namespace, doc_id, content, metadata, mime_type, block, slot)
+            for (doc_id, content, metadata, mime_type), block, slot in zip(
+                rows, blocks_of, slots, strict=True
+            )
         ],
     )
 
@@ -138,7 +289,7 @@ def _taken(conn: sqlite3.Connection, namespace: str, ids: list[str]) -> list[str
         found += [
             r[0]
             for r in conn.execute(
-                f"SELECT doc_id FROM vectors WHERE namespace = ? AND doc_id IN ({marks})",
+                f"SELECT doc_id FROM vector_docs WHERE namespace = ? AND doc_id IN ({marks})",
                 (namespace, *batch),
             )
         ]
@@ -146,42 +297,102 @@ def _taken(conn: sqlite3.Connection, namespace: str, ids: list[str]) -> list[str
 
 
 def delete_vectors(conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> int:
-    """Delete these ids from the namespace; return how many rows went."""
-    gone = 0
+    """Delete these ids from the namespace, rewriting the blocks they were in; return how
+    many rows went."""
+    dim = namespace_dim(conn, namespace)
+    if dim is None:
+        return 0
+    width = 4 * dim
+    touched: dict[int, list[int]] = {}
     for start in range(0, len(ids), 500):
         batch = list(ids[start : start + 500])
         marks = ",".join("?" * len(batch))
-        gone += conn.execute(
-            f"DELETE FROM vectors WHERE namespace = ? AND doc_id IN ({marks})",
+        for block, slot in conn.execute(
+            f"SELECT block, slot FROM vector_docs WHERE namespace = ? AND doc_id IN ({marks})",
             (namespace, *batch),
-        ).rowcount
-    return gone
+        ):
+            touched.setdefault(block, []).append(slot)
+        conn.execute(
+            f"DELETE FROM vector_docs WHERE namespace = ? AND doc_id IN ({marks})",
+            (namespace, *batch),
+        )
+    for block, slots in touched.items():
+        (data,) = conn.execute(
+            "SELECT embeddings FROM vector_blocks WHERE block = ?", (block,)
+        ).fetchone()
+        keep = np.ones(len(data) // width, dtype=bool)
+        keep[slots] = False
+        if not keep.any():
+            conn.execute("DELETE FROM vector_blocks WHERE block = ?", (block,))
+            continue
+        rows = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)[keep]
+        conn.execute(
+            "UPDATE vector_blocks SET count = ?, embeddings = ? WHERE block = ?",
+            (int(rows.shape[0]), rows.tobytes(), block),
+        )
+        # Slots follow insertion order, so the documents left take slots 0, 1, ... by seq.
+        seqs = conn.execute(
+            "SELECT seq FROM vector_docs WHERE namespace = ? AND block = ? ORDER BY seq",
+            (namespace, block),
+        ).fetchall()
+        conn.executemany(
+            "UPDATE vector_docs SET slot = ? WHERE seq = ?",
+            [(slot, seq) for slot, (seq,) in enumerate(seqs)],
+        )
+    return sum(len(slots) for slots in touched.values())
 
 
 def read_vectors(conn: sqlite3.Connection, namespace: str, dim: int, spare: int = 0) -> VectorRows:
     """All rows of the namespace in insertion order.
 
-    The vectors are copied straight into one float32 matrix with ``spare`` free rows after
-    them (room to grow), with no intermediate joined buffer.
+    The blocks are copied one at a time into a matrix allocated once, with ``spare`` free rows
+    after the vectors (room to grow): no list of BLOBs, no joined buffer.
+
+    Raises:
+        StorageError: The blocks do not match the documents (a damaged file).
     """
-    rows = conn.execute(
-        "SELECT doc_id, content, metadata_json, mime_type, embedding FROM vectors "
-        "INDEXED BY vectors_namespace WHERE namespace = ? ORDER BY seq",
-        (namespace,),
-    ).fetchall()
-    count, width = len(rows), dim * 4
-    matrix = np.empty((count + spare, dim), dtype="<f4")
-    view = matrix.data.cast("B")
+    (total,) = conn.execute(
+        "SELECT coalesce(sum(count), 0) FROM vector_blocks WHERE namespace = ?", (namespace,)
+    ).fetchone()
+    matrix = np.empty((total + spare, dim), dtype="<f4")
+    flat = matrix.reshape(-1)
     offset = 0
-    for row in rows:
-        blob = row[4]
-        if len(blob) != width:
+    for count, data in conn.execute(
+        "SELECT count, embeddings FROM vector_blocks INDEXED BY vector_blocks_namespace "
+        "WHERE namespace = ? ORDER BY block",
+        (namespace,),
+    ):
+        if len(data) != count * dim * 4 or offset + count > total:
             raise StorageError(
-                f"namespace {namespace!r}: vector of {row[0]!r} is not of dimension {dim}",
+                f"namespace {namespace!r}: a block of vectors is not {count} x {dim} float32",
                 namespace=namespace,
             )
-        view[offset : offset + width] = blob
-        offset += width
-    ids = [row[0] for row in rows]
-    records = [(row[1], row[2], row[3]) for row in rows]
+        flat[offset * dim : (offset + count) * dim] = np.frombuffer(data, dtype="<f4")
+        offset += count
+    # Streamed: no list of row tuples beside the two lists kept; one string per MIME type.
+    ids: list[str] = []
+    records: list[tuple[str, str, str]] = []
+    mime_types: dict[str, str] = {}
+    for doc_id, content, metadata_json, mime_type in conn.execute(
+        "SELECT doc_id, content, metadata_json, mime_type FROM vector_docs "
+        "INDEXED BY vector_docs_block WHERE namespace = ? ORDER BY block, seq",
+        (namespace,),
+    ):
+        ids.append(doc_id)
+        records.append((content, metadata_json, mime_types.setdefault(mime_type, mime_type)))
+    if len(ids) != total:
+        raise StorageError(
+            f"namespace {namespace!r}: {len(ids)} documents but {total} vectors",
+            namespace=namespace,
+        )
     return ids, records, matrix.astype(np.float32, copy=False)
+
+
+def truncate_wal(conn: sqlite3.Connection) -> None:
+    """Fold the write-ahead log into the file and truncate it (after a bulk write, whose log
+    would otherwise stay as big as what was written while the file is open). Best effort,
+    outside any transaction: if another connection is reading, the log is left as it is."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass

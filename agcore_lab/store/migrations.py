@@ -18,6 +18,7 @@ from agcore_lab.store._approvals import APPROVAL_SCHEMA
 from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
 from agcore_lab.store._graph import GRAPH_SCHEMA
 from agcore_lab.store._vectors import VECTOR_SCHEMA
+from agcore_lab.store._vectors import migrate_to_blocks as _vector_blocks
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -152,6 +153,10 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m009_vector_blocks(conn: sqlite3.Connection) -> None:
+    _vector_blocks(conn)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
@@ -159,6 +164,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_vectors,
     _m005_graph,
     _m006_shared_sessions,
+    _m009_vector_blocks,
 ]
 
 

@@ -217,7 +217,7 @@ def test_sqlite_failed_write_leaves_memory_and_file_untouched() -> None:
     store.add(docs, _vectors(docs))
     with db.transaction() as conn:  # make the next insert of 'boom' fail inside SQLite
         conn.execute(
-            "CREATE TRIGGER fail BEFORE INSERT ON vectors WHEN NEW.doc_id = 'boom' "
+            "CREATE TRIGGER fail BEFORE INSERT ON vector_docs WHEN NEW.doc_id = 'boom' "
             "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
         )
     batch = _docs("c", "boom")
@@ -277,3 +277,21 @@ def test_sqlite_rows_are_flat_and_vectors_are_float32_blobs() -> None:
 def test_sqlite_namespace_must_be_named() -> None:
     with pytest.raises(InvalidInputError):
         SqliteVectorStore(SqliteStore(":memory:"), "")
+
+
+def test_add_leaves_the_callers_array_as_it_was_and_stores_unit_rows() -> None:
+    store = InMemoryVectorStore(capacity=2)
+    rng = np.random.default_rng(3)
+    first = rng.standard_normal((3, 16), dtype=np.float32) * 5
+    kept = first.copy()
+    store.add(_docs("a", "b", "c"), first)
+    assert np.array_equal(first, kept)  # normalized into the store's matrix, not in place
+    # A second add grows the matrix (capacity 2 -> 6), and a replace moves the new rows down.
+    second = rng.standard_normal((4, 16), dtype=np.float32)
+    store.add(_docs("d", "e", "f", "g"), second, replace=["b"])
+    assert store.ids() == ["a", "c", "d", "e", "f", "g"]
+    expected = np.vstack([kept[[0, 2]], second[:4]])
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(store._matrix[:6], expected, atol=1e-6)
+    hit = store.search(second[1], k=1)[0]
+    assert hit.document.id == "e" and hit.score == pytest.approx(1.0, abs=1e-5)
