@@ -27,6 +27,7 @@ from agcore_lab.agent import (
     diff_slots,
 )
 from agcore_lab.agent.approval import Approve, Reject
+from agcore_lab.agent.recording import redact_tool_results
 from agcore_lab.engine import (
     AgentNotFoundError,
     Checkpointer,
@@ -47,6 +48,7 @@ from agcore_lab.engine import (
     SubTaskError,
     SubTaskResult,
 )
+from agcore_lab.engine.calls import CallNotFoundError
 from agcore_lab.errors import (
     AgcoreError,
     ConflictError,
@@ -79,6 +81,8 @@ from agcore_lab.llm import (
     Usage,
     UserMessage,
 )
+from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.replay import ReplayMissError, ReplayModel
 from agcore_lab.store import CkptMeta, SqliteStore, Store
 from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall, SessionState
@@ -165,6 +169,7 @@ __all__ = [
     "AgentSession",
     "Approve",
     "AssistantMessage",
+    "CallNotFoundError",
     "ChatModel",
     "ChatResponse",
     "CheckpointNotFoundError",
@@ -198,6 +203,7 @@ __all__ = [
     "MergeStrategy",
     "Message",
     "MockEmbedding",
+    "ModelCall",
     "ModelError",
     "ModelPrice",
     "NotFoundError",
@@ -210,6 +216,8 @@ __all__ = [
     "RecursiveCharacterSplitter",
     "Reject",
     "RelationDirection",
+    "ReplayMissError",
+    "ReplayModel",
     "RetrievalItem",
     "RetrievalResult",
     "RetrievalStrategy",
@@ -257,6 +265,7 @@ __all__ = [
     "diff_slots",
     "from_triples",
     "load_ipython_extension",
+    "redact_tool_results",
     "search_memory_tool",
 ]
 

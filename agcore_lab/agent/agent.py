@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import ChatModel, ToolSpec
+from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.scripted import ScriptedModel
 from agcore_lab.llm.tools import Tool, as_tools
 from agcore_lab.llm.usage import DEFAULT_PRICES, PriceTable
@@ -39,6 +40,8 @@ class Agent:
         max_tool_rounds: Rounds of tool calls allowed in one turn before it stops with
             :class:`~agcore_lab.errors.MaxToolRoundsError`.
         summary_config: Turn on automatic conversation summaries.
+        record_calls: Record every model request of this agent's sessions as a
+            :class:`~agcore_lab.llm.call_record.ModelCall` (on by default).
 
     Example:
         >>> def add(a: int, b: int) -> int:
@@ -54,6 +57,7 @@ class Agent:
     tools: Sequence[Tool | Callable[..., Any]] = ()
     max_tool_rounds: int = 8
     summary_config: SummaryConfig | None = None
+    record_calls: bool = True
     tool_map: dict[str, Tool] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,8 +97,17 @@ class RuntimeBundle:
             of every session using this bundle (after the turn was committed). A hook that
             raises is logged; the turn still succeeds.
         prices: The price table for cost tracking.
+        record_calls: Record every model request of these sessions (on by default).
+        call_redactor: Sees every model-call record before it is kept; returns the record to
+            keep (e.g. with tool results blanked, see
+            :func:`~agcore_lab.agent.recording.redact_tool_results`) or ``None`` to drop it.
+        call_listeners: Called with each model-call record as soon as the call ends (live
+            views, telemetry); a listener that raises is logged and skipped.
     """
 
     store: Store = field(default_factory=_default_store)
     hooks: list[TurnHook] = field(default_factory=list)
     prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))
+    record_calls: bool = True
+    call_redactor: Callable[[ModelCall], ModelCall | None] | None = None
+    call_listeners: list[Callable[[ModelCall], None]] = field(default_factory=list)

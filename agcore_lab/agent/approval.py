@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agcore_lab.agent.events import TurnResult
+from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.turn import TurnDraft, resume_turn
 from agcore_lab.aio import CrossLoopLock, run_sync
 from agcore_lab.errors import ConflictError, InvalidInputError
@@ -31,7 +32,7 @@ from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
-    from agcore_lab.agent.agent import Agent
+    from agcore_lab.agent.agent import Agent, RuntimeBundle
     from agcore_lab.agent.slots import ContextSlot
     from agcore_lab.llm.usage import CostTracker
     from agcore_lab.store.base import Store
@@ -102,6 +103,8 @@ class ApprovalOperations:
     _lock: CrossLoopLock
 
     if TYPE_CHECKING:
+        bundle: RuntimeBundle
+        turn_index: int
 
         @property
         def store(self) -> Store: ...
@@ -197,6 +200,7 @@ class ApprovalOperations:
                 slot=self.slots.get(self.current_slot_id, self.slot(self.current_slot_id)).copy(),
                 cost=self.cost_tracker.fork(),
             )
+            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
             try:
                 async for _event in resume_turn(
                     self.agent, draft, answer, list(call.remaining_calls)

@@ -24,6 +24,7 @@ from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
 from agcore_lab.agent.approval import ApprovalOperations
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
 from agcore_lab.agent.summary import SummaryConfig, request_summary
@@ -303,6 +304,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
                 slot=self.current_slot.copy(),
                 cost=self.cost_tracker.fork(),
             )
+            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
             self._settle_before_turn(draft)
             async for event in run_turn(self.agent, draft, text, stream=stream):
                 yield event
@@ -333,6 +335,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
             links=draft.links,
             slots=[slot.to_record(self.session_id)],
             pending=pending,
+            calls=draft.calls,
         )
         # Written: now the live state may change.
         self.slots[slot.slot_id] = slot
@@ -392,7 +395,10 @@ class AgentSession(SlotOperations, ApprovalOperations):
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
         slot = self.slot(slot_id)
         model = config.summary_model or self.agent.model
-        response = await request_summary(model, config, slot.messages, slot.summary_override)
+        recorder = recorder_for(self, slot, turn_index=self.turn_index, kind="summary")
+        response = await request_summary(
+            model, config, slot.messages, slot.summary_override, recorder=recorder
+        )
         text = (response.message.content or "").strip()
         if not text:
             raise InvalidInputError(
@@ -404,6 +410,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         self.store.commit(
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
             slots=[draft.to_record(self.session_id)],
+            calls=recorder.calls if recorder is not None else (),
         )
         self.slots[slot_id], self.cost_tracker = draft, cost
         self.last_summary_turn = self.turn_index

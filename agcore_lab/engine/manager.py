@@ -19,6 +19,7 @@ from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.approvals import ApprovalManagement
+from agcore_lab.engine.call_ops import CallOperations
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import DispatchOperations
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
@@ -37,7 +38,7 @@ class AgentNotFoundError(NotFoundError):
     """404: no agent of that name is registered with the manager."""
 
 
-class SessionManager(DispatchOperations, ApprovalManagement):
+class SessionManager(DispatchOperations, ApprovalManagement, CallOperations):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:

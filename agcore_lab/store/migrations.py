@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
 from agcore_lab.store._approvals import APPROVAL_SCHEMA
+from agcore_lab.store._calls import CALL_SCHEMA
 from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
 from agcore_lab.store._graph import GRAPH_SCHEMA
 from agcore_lab.store._vectors import VECTOR_SCHEMA
@@ -129,12 +130,17 @@ def _m005_graph(conn: sqlite3.Connection) -> None:
     _run(conn, GRAPH_SCHEMA)
 
 
+def _m008_model_calls(conn: sqlite3.Connection) -> None:
+    _run(conn, CALL_SCHEMA)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
     _m003_approvals,
     _m004_vectors,
     _m005_graph,
+    _m008_model_calls,
 ]
 
 

@@ -21,6 +21,7 @@ from pydantic import JsonValue, TypeAdapter
 
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._approvals import (
@@ -29,6 +30,13 @@ from agcore_lab.store._approvals import (
     insert_pending,
     read_pending,
     restore_pending,
+)
+from agcore_lab.store._calls import (
+    delete_calls_of_checkpoints,
+    delete_session_calls,
+    insert_calls,
+    link_calls,
+    read_calls,
 )
 from agcore_lab.store._chains import (
     delete_session_chains,
@@ -262,6 +270,7 @@ class SqliteStore:
             delete_session_chains(conn, session_id)
             for table in ("slots", "memory_log", "checkpoints"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            delete_session_calls(conn, session_id)
             return gone.rowcount > 0
 
     # -- turns, messages and slots ------------------------------------------------------------
@@ -274,14 +283,16 @@ class SqliteStore:
         links: Sequence[LinkRecord] = (),
         slots: Sequence[SlotRecord] = (),
         pending: PendingToolCall | None = None,
+        calls: Sequence[ModelCall] = (),
     ) -> None:
-        """Write messages, links, slots, a pending call and the session record in one
-        transaction."""
+        """Write messages, links, slots, a pending call, model-call records and the session
+        record in one transaction."""
         sid = session.session_id
         with self._write() as conn:
             if not conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                 raise SessionNotFoundError("no such session in the store", session_id=sid)
             renamed = insert_chain(conn, sid, messages, links)
+            insert_calls(conn, calls)
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
@@ -316,6 +327,7 @@ class SqliteStore:
                     "no such session in the store", session_id=ckpt.session_id
                 )
             insert_checkpoint(conn, ckpt)
+            link_calls(conn, ckpt.session_id, ckpt.ckpt_id)
 
     def list_checkpoints(
         self, session_id: str | None = None, *, limit: int | None = None
@@ -332,6 +344,7 @@ class SqliteStore:
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""
         with self._write() as conn:
+            delete_calls_of_checkpoints(conn, session_id, ckpt_ids)
             return delete_checkpoints(conn, session_id, ckpt_ids)
 
     def restore_checkpoint(self, ckpt: CkptMeta, session: SessionRecord, marker: CkptMeta) -> int:
@@ -405,6 +418,38 @@ class SqliteStore:
             raise error
         assert call is not None
         return call
+
+    # -- model calls --------------------------------------------------------------------------
+
+    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
+        """Store model-call records in a write of their own (failed turns, summaries)."""
+        if not calls:
+            return
+        with self._write() as conn:
+            insert_calls(conn, calls)
+
+    def list_calls(
+        self,
+        session_id: str | None = None,
+        *,
+        call_id: str | None = None,
+        turn_index: int | None = None,
+        last: int | None = None,
+    ) -> list[ModelCall]:
+        """Model calls (of one session, one turn, or one id), oldest first; the newest
+        ``last`` when given."""
+        conditions, params = ["1"], []
+        for column, value in (
+            ("session_id", session_id),
+            ("call_id", call_id),
+            ("turn_index", turn_index),
+        ):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
+        where = " AND ".join(conditions)
+        with self.transaction(write=False) as conn:
+            return read_calls(conn, where, params, last=last)
 
     def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

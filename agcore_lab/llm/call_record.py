@@ -1,0 +1,193 @@
+"""``ModelCall``: the record of one request sent to a model, and its stable request hash.
+
+A ``ModelCall`` holds exactly what the model saw (the request messages in order, the tools
+offered, the model's name and parameters) and what came back (the response message, finish
+reason, usage, cost, latency, time to first token when streamed), or the error when it failed.
+Sessions record one per request (see :mod:`agcore_lab.agent.recording`); the store keeps them
+without copying the messages its chains already hold.
+
+The request hash (:func:`request_hash`) is a digest of the wire form of the messages, the tools
+and the parameters — never of message ids or times — so the same request made again, in another
+session or another process, has the same hash. :class:`~agcore_lab.llm.replay.ReplayModel`
+answers by it.
+
+Example:
+    >>> from agcore_lab.llm.messages import UserMessage
+    >>> a = request_hash([UserMessage(content="hi")], (), "gpt-4o", {})
+    >>> b = request_hash([UserMessage(content="hi")], (), "gpt-4o", {})
+    >>> a == b and len(a) == 32
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr
+
+from agcore_lab.errors import InvalidInputError
+from agcore_lab.ids import utcnow
+from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.messages import AssistantMessage, Message, to_openai
+from agcore_lab.llm.usage import Usage
+
+__all__ = [
+    "CallKind",
+    "CallStatus",
+    "ModelCall",
+    "load_calls",
+    "request_hash",
+    "wire_form",
+]
+
+CallKind = Literal["turn", "summary"]
+CallStatus = Literal["ok", "error"]
+
+
+def wire_form(message: Message) -> dict[str, JsonValue]:
+    """What of a message the model sees (the OpenAI wire form: no id, time or metadata)."""
+    wire: dict[str, JsonValue] = to_openai(message)
+    return wire
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def request_hash(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    model: str,
+    params: dict[str, JsonValue],
+) -> str:
+    """A stable digest (32 hex digits) of a request: messages, tools, model and parameters.
+
+    Message ids, times and metadata do not count: they never reach the model.
+    """
+    body = {
+        "messages": [wire_form(m) for m in messages],
+        "tools": [t.to_openai() for t in tools],
+        "model": model,
+        "params": params,
+    }
+    return hashlib.blake2b(_canonical(body).encode(), digest_size=16).hexdigest()
+
+
+class ModelCall(BaseModel):
+    """One request a session sent to a model, and what came back.
+
+    Attributes:
+        call_id: Time-ordered id (``call_...``).
+        session_id: The session that sent it.
+        slot_id: The slot whose context was sent.
+        turn_index: The turn it belongs to (for a summary: the turn after which it was made).
+        kind: ``turn`` (a turn's tool-loop step) or ``summary``.
+        model: The model's name.
+        params: The model's parameters that were sent (temperature, max tokens, ...).
+        request_messages: The exact messages sent, in order (system prompt, injected
+            summary, pinned messages, the history window).
+        tools: The tools offered.
+        injected: Indices into ``request_messages`` of messages the engine added that are
+            not in the slot's history, with what they are (``system_prompt``, ``summary``,
+            ``pinned``).
+        window_start: Index in the slot's history where the sent window starts (0 in Full
+            mode; larger when a Focused window cut earlier messages).
+        response: The answer (text and tool calls); ``None`` when the call failed.
+        finish_reason: Why the model stopped, when it says.
+        usage: Tokens used.
+        cost: USD, priced by the session's price table.
+        started_at: When the request was sent.
+        latency_s: Seconds until the whole answer was there.
+        ttft_s: Seconds until the first streamed piece (streaming only).
+        streamed: Whether it was a streaming request.
+        retries: Retries the backend reported, when it reports them.
+        status: ``ok`` or ``error``.
+        error: The error's type and message when it failed.
+        replayed: The answer came from a recording (usage and cost are the recorded ones).
+        request_hash: The stable hash of the request (see :func:`request_hash`).
+        ckpt_id: The checkpoint the call led to (the session's next checkpoint), once written.
+        abandoned: The call is on a branch a rollback left (read from the store).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    session_id: str
+    slot_id: str = "main"
+    turn_index: int = 0
+    kind: CallKind = "turn"
+    model: str
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    request_messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    injected: dict[int, str] = Field(default_factory=dict)
+    window_start: int = 0
+    response: AssistantMessage | None = None
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost: float = 0.0
+    started_at: datetime = Field(default_factory=utcnow)
+    latency_s: float = 0.0
+    ttft_s: float | None = None
+    streamed: bool = False
+    retries: int | None = None
+    status: CallStatus = "ok"
+    error: str | None = None
+    replayed: bool = False
+    request_hash: str
+    ckpt_id: str | None = None
+    abandoned: bool = False
+    # Where the request's history tail is in the stored chains: the node it ends at and how
+    # many request messages it covers (0: the call is only anchored there). Set by the
+    # recorder; not part of the record.
+    _tail: tuple[str, int] | None = PrivateAttr(default=None)
+    _response_stored: bool = PrivateAttr(default=False)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.usage.total_tokens
+
+    def __repr__(self) -> str:
+        what = (
+            f"error={self.error!r}"
+            if self.status == "error"
+            else f"finish={self.finish_reason!r}, tokens={self.total_tokens}"
+        )
+        return (
+            f"ModelCall({self.call_id!r}, turn={self.turn_index}, kind={self.kind!r}, "
+            f"model={self.model!r}, messages={len(self.request_messages)}, {what}, "
+            f"latency={self.latency_s * 1000:.1f} ms)"
+        )
+
+
+def load_calls(path: str | Path) -> list[ModelCall]:
+    """Read calls written by ``manager.export_calls(path)`` (JSON lines).
+
+    Raises:
+        InvalidInputError: The file is missing or a line is not a model-call record (the
+            message names the line).
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise InvalidInputError(
+            f"no recorded calls at {str(source)!r}; write one with manager.export_calls(path)",
+            path=str(source),
+        )
+    calls = []
+    for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            calls.append(ModelCall.model_validate(json.loads(line)))
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"line {number} of {str(source)!r} is not a model-call record: {exc}",
+                path=str(source),
+            ) from exc
+    return calls

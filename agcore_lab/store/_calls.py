@@ -1,0 +1,392 @@
+"""Model-call records in SQLite: one lean row per call, messages shared with the chains.
+
+A ``model_calls`` row has flat, pandas-friendly columns (session, slot, turn, model, status,
+tokens, cost, start time, latency, time to first token, finish reason, request hash, the
+checkpoint it led to) and a compact ``parts_json`` that says how to rebuild the request:
+
+- ``t``: how many messages at the end of the request are the last messages of the chain
+  ending at ``anchor_node`` (the slot's history: stored once, read through the chain);
+- ``p``: hashes of the other request messages, in order (system prompt, injected summary,
+  pinned messages, or messages that were never committed), kept once each in ``call_blobs``
+  — the same system prompt sent 1,000 times is stored once;
+- ``T``: the hash of the tools offered (in ``call_blobs``);
+- ``r``: the hash of the response when it is not a stored message (summaries, failed turns);
+  otherwise ``response_id`` names it in ``messages``;
+- ``i``: one letter per request part the engine injected (``s`` system prompt, ``m``
+  summary, ``p`` pinned message, ``x`` other; ``-`` not injected).
+
+Rare fields (parameters, the Focused window start, retries, the error, streamed and replayed
+flags) go to ``detail_json`` only when set.
+
+The primary key is ``(session_id, call_id)``: a session's calls are one range scan, oldest
+first. ``ckpt_id`` is filled when the session's next checkpoint is written (a partial index
+holds only the calls not linked yet); deleting checkpoints deletes the calls that led to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import JsonValue, TypeAdapter
+
+from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
+from agcore_lab.llm.usage import Usage
+from agcore_lab.store._chains import read_chain
+
+__all__ = [
+    "CALL_SCHEMA",
+    "delete_calls_of_checkpoints",
+    "delete_session_calls",
+    "insert_calls",
+    "link_calls",
+    "read_calls",
+]
+
+CALL_SCHEMA = """
+CREATE TABLE model_calls (
+    session_id        TEXT NOT NULL,
+    call_id           TEXT NOT NULL,
+    slot_id           TEXT NOT NULL,
+    turn_index        INTEGER NOT NULL,
+    kind              TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd          REAL NOT NULL,
+    started_us        INTEGER NOT NULL,
+    latency_ms        REAL NOT NULL,
+    ttft_ms           REAL,
+    finish_reason     TEXT,
+    request_hash      TEXT NOT NULL,
+    ckpt_id           TEXT,
+    anchor_node       TEXT,
+    response_id       TEXT,
+    parts_json        TEXT NOT NULL,
+    detail_json       TEXT,
+    PRIMARY KEY (session_id, call_id)
+) WITHOUT ROWID;
+CREATE INDEX model_calls_unlinked ON model_calls(session_id) WHERE ckpt_id IS NULL;
+CREATE TABLE call_blobs (
+    hash TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TOOLS = TypeAdapter(list[ToolSpec])
+_BLOB_ID = "blob_"
+_LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"}
+_LABELS = {letter: label for label, letter in _LETTERS.items()}
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _micros(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _put_blob(conn: sqlite3.Connection, body: str) -> str:
+    digest = hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
+    conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
+    return digest
+
+
+def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) -> str:
+    # Request parts are stored by content (no id or time), so an injected summary made anew
+    # for every call, or the system prompt of every session, is kept once.
+    exclude = None if keep_id else {"id", "created_at"}
+    return _put_blob(conn, _compact(message.model_dump(mode="json", exclude=exclude)))
+
+
+def _detail(call: ModelCall) -> str | None:
+    detail: dict[str, JsonValue] = {}
+    if call.params:
+        detail["params"] = call.params
+    if call.window_start:
+        detail["window_start"] = call.window_start
+    if call.retries is not None:
+        detail["retries"] = call.retries
+    if call.error is not None:
+        detail["error"] = call.error
+    if call.streamed:
+        detail["streamed"] = True
+    if call.replayed:
+        detail["replayed"] = True
+    if call.usage.requests != 1:
+        detail["requests"] = call.usage.requests
+    return _compact(detail) if detail else None
+
+
+def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
+    anchor, tail = call._tail if call._tail is not None else (None, 0)
+    head = call.request_messages[: len(call.request_messages) - tail]
+    parts: dict[str, JsonValue] = {}
+    if head:
+        parts["p"] = [_message_blob(conn, m, keep_id=False) for m in head]
+    if call.injected:
+        # One letter per head part: what the engine injected there ("-": not injected).
+        parts["i"] = "".join(
+            _LETTERS.get(call.injected.get(i, ""), "-") for i in range(max(call.injected) + 1)
+        )
+    if tail:
+        parts["t"] = tail
+    if call.tools:
+        parts["T"] = _put_blob(conn, _TOOLS.dump_json(call.tools).decode())
+    response_id = None
+    if call.response is not None:
+        if call._response_stored:
+            response_id = call.response.id
+        else:
+            parts["r"] = _message_blob(conn, call.response, keep_id=True)
+    return (
+        call.session_id,
+        call.call_id,
+        call.slot_id,
+        call.turn_index,
+        call.kind,
+        call.model,
+        call.status,
+        call.usage.prompt_tokens,
+        call.usage.completion_tokens,
+        call.cost,
+        _micros(call.started_at),
+        round(call.latency_s * 1000, 3),
+        round(call.ttft_s * 1000, 3) if call.ttft_s is not None else None,
+        call.finish_reason,
+        call.request_hash,
+        call.ckpt_id,
+        anchor,
+        response_id,
+        _compact(parts),
+        _detail(call),
+    )
+
+
+def insert_calls(conn: sqlite3.Connection, calls: Sequence[ModelCall]) -> None:
+    """Insert call records (an id stored already is skipped).
+
+    A call is anchored at the chain node its history tail ends at (or, with no tail, the
+    slot's head when it was made), so a rollback past that node marks it abandoned.
+    """
+    conn.executemany(
+        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [_row(conn, call) for call in calls],
+    )
+
+
+def link_calls(conn: sqlite3.Connection, session_id: str, ckpt_id: str) -> None:
+    """Link the session's calls not linked yet to ``ckpt_id`` (the checkpoint they led to)."""
+    conn.execute(
+        "UPDATE model_calls SET ckpt_id = ? WHERE session_id = ? AND ckpt_id IS NULL",
+        (ckpt_id, session_id),
+    )
+
+
+def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        DELETE FROM call_blobs WHERE hash NOT IN (
+            SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
+            UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
+            UNION SELECT json_extract(parts_json, '$.r') FROM model_calls)
+        """
+    )
+
+
+def delete_calls_of_checkpoints(
+    conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
+) -> int:
+    """Delete the calls that led to the given checkpoints (all linked ones for ``None``)."""
+    if ckpt_ids is None:
+        gone = conn.execute(
+            "DELETE FROM model_calls WHERE session_id = ? AND ckpt_id IS NOT NULL", (session_id,)
+        ).rowcount
+    else:
+        gone = 0
+        for start in range(0, len(ckpt_ids), 500):
+            batch = list(ckpt_ids[start : start + 500])
+            gone += conn.execute(
+                f"DELETE FROM model_calls WHERE session_id = ? "
+                f"AND ckpt_id IN ({','.join('?' * len(batch))})",
+                (session_id, *batch),
+            ).rowcount
+    if gone:
+        _drop_orphan_blobs(conn)
+    return gone
+
+
+def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete every call of a session (and the blobs no other call uses)."""
+    if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
+        _drop_orphan_blobs(conn)
+
+
+class _Chains:
+    """Loaded chains, so many calls along one history cost one chain read."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._chains: list[tuple[list[Message], list[str]]] = []
+        self._where: dict[str, tuple[int, int]] = {}
+
+    def _find(self, node_id: str) -> tuple[list[Message], list[str], int]:
+        found = self._where.get(node_id)
+        if found is None:
+            chain = read_chain(self._conn, node_id)
+            self._chains.append(([m for _, m in chain], [link.node_id for link, _ in chain]))
+            number = len(self._chains) - 1
+            for index, (link, _) in enumerate(chain):
+                self._where.setdefault(link.node_id, (number, index))
+            found = self._where.get(node_id, (number, len(chain) - 1))
+        messages, nodes = self._chains[found[0]]
+        return messages, nodes, found[1]
+
+    def ending_at(self, node_id: str) -> list[Message]:
+        messages, _, index = self._find(node_id)
+        return messages[: index + 1]
+
+    def nodes_of(self, head: str) -> set[str]:
+        _, nodes, index = self._find(head)
+        return set(nodes[: index + 1])
+
+
+def _blobs(conn: sqlite3.Connection, hashes: set[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    ordered = sorted(hashes)
+    for start in range(0, len(ordered), 500):
+        batch = ordered[start : start + 500]
+        rows = conn.execute(
+            f"SELECT hash, body FROM call_blobs WHERE hash IN ({','.join('?' * len(batch))})",
+            batch,
+        )
+        found.update((h, b) for h, b in rows)
+    return found
+
+
+def _responses(conn: sqlite3.Connection, ids: set[str]) -> dict[str, AssistantMessage]:
+    from agcore_lab.store._chains import _message
+
+    found: dict[str, AssistantMessage] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), 500):
+        batch = ordered[start : start + 500]
+        cursor = conn.execute(
+            f"SELECT * FROM messages WHERE message_id IN ({','.join('?' * len(batch))})", batch
+        )
+        cursor.row_factory = sqlite3.Row
+        for row in cursor.fetchall():
+            message = _message(row)
+            if isinstance(message, AssistantMessage):
+                found[message.id] = message
+    return found
+
+
+def _blob_message(body: str, digest: str, *, response: bool = False) -> Message:
+    data = json.loads(body)
+    if not response:
+        data.setdefault("id", _BLOB_ID + digest)
+        data.setdefault("created_at", _EPOCH.isoformat())
+    return MessageAdapter.validate_python(data)
+
+
+def read_calls(
+    conn: sqlite3.Connection,
+    where: str,
+    params: Sequence[Any],
+    *,
+    last: int | None = None,
+) -> list[ModelCall]:
+    """Calls matching ``where`` (SQL over ``model_calls``), oldest first; the newest ``last``."""
+    sql = f"SELECT * FROM model_calls WHERE {where} ORDER BY call_id DESC"
+    if last is not None:
+        sql += f" LIMIT {int(last)}"
+    cursor = conn.execute(sql, tuple(params))
+    cursor.row_factory = sqlite3.Row
+    rows = cursor.fetchall()  # newest first: the newest head loads the longest chain first
+    parts = [json.loads(r["parts_json"]) for r in rows]
+    hashes = {h for p in parts for h in [*p.get("p", []), p.get("T"), p.get("r")] if h}
+    blobs = _blobs(conn, hashes)
+    responses = _responses(conn, {r["response_id"] for r in rows if r["response_id"]})
+    chains = _Chains(conn)
+    live = _live_nodes(conn, chains, {r["session_id"] for r in rows})
+    calls = [_call(r, p, blobs, responses, chains, live) for r, p in zip(rows, parts, strict=True)]
+    calls.reverse()
+    return calls
+
+
+def _live_nodes(conn: sqlite3.Connection, chains: _Chains, sessions: set[str]) -> set[str]:
+    nodes: set[str] = set()
+    for session_id in sorted(sessions):
+        heads = conn.execute(
+            "SELECT head_node_id FROM slots WHERE session_id = ? AND head_node_id IS NOT NULL",
+            (session_id,),
+        ).fetchall()
+        for (head,) in heads:
+            nodes |= chains.nodes_of(head)
+    return nodes
+
+
+def _call(
+    row: sqlite3.Row,
+    parts: dict[str, Any],
+    blobs: dict[str, str],
+    responses: dict[str, AssistantMessage],
+    chains: _Chains,
+    live: set[str],
+) -> ModelCall:
+    request = [_blob_message(blobs[h], h) for h in parts.get("p", [])]
+    tail = int(parts.get("t", 0))
+    anchor = row["anchor_node"]
+    if tail and anchor:
+        request += chains.ending_at(anchor)[-tail:]
+    response: Message | None = None
+    if row["response_id"]:
+        response = responses.get(row["response_id"])
+    elif parts.get("r"):
+        response = _blob_message(blobs[parts["r"]], parts["r"], response=True)
+    detail = json.loads(row["detail_json"]) if row["detail_json"] else {}
+    tools = _TOOLS.validate_json(blobs[parts["T"]]) if parts.get("T") else []
+    return ModelCall(
+        call_id=row["call_id"],
+        session_id=row["session_id"],
+        slot_id=row["slot_id"],
+        turn_index=row["turn_index"],
+        kind=row["kind"],
+        model=row["model"],
+        params=detail.get("params", {}),
+        request_messages=request,
+        tools=tools,
+        injected={i: _LABELS[c] for i, c in enumerate(parts.get("i", "")) if c in _LABELS},
+        window_start=detail.get("window_start", 0),
+        response=response if isinstance(response, AssistantMessage) else None,
+        finish_reason=row["finish_reason"],
+        usage=Usage(
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            requests=detail.get("requests", 1),
+        ),
+        cost=row["cost_usd"],
+        started_at=_EPOCH + timedelta(microseconds=row["started_us"]),
+        latency_s=row["latency_ms"] / 1000,
+        ttft_s=row["ttft_ms"] / 1000 if row["ttft_ms"] is not None else None,
+        streamed=detail.get("streamed", False),
+        retries=detail.get("retries"),
+        status=row["status"],
+        error=detail.get("error"),
+        replayed=detail.get("replayed", False),
+        request_hash=row["request_hash"],
+        ckpt_id=row["ckpt_id"],
+        abandoned=anchor is not None and anchor not in live,
+    )
