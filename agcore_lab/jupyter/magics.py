@@ -52,6 +52,7 @@ from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
 from agcore_lab.jupyter._approval_magics import ApprovalCommands
+from agcore_lab.jupyter._call_magics import call_commands
 from agcore_lab.jupyter._magic_args import CommandError as _CommandError
 from agcore_lab.jupyter._magic_args import command as _command
 from agcore_lab.jupyter._magic_args import parse as _parse
@@ -213,6 +214,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
             "chunks": self._chunks,
             "graph": self._graph,
             "help": self._help,
+            **call_commands(self),
         }
         try:
             handler = handlers.get(command)

@@ -40,6 +40,7 @@ __all__ = [
     "CallKind",
     "CallStatus",
     "ModelCall",
+    "describe_call",
     "load_calls",
     "request_hash",
     "wire_form",
@@ -191,3 +192,50 @@ def load_calls(path: str | Path) -> list[ModelCall]:
                 path=str(source),
             ) from exc
     return calls
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in (text.splitlines() or [""]))
+
+
+def describe_call(call: ModelCall) -> str:
+    """The full request of ``call`` as text, role by role, injected parts marked, then the
+    response (what ``%agcore prompt CALL_ID`` prints).
+
+    Example:
+        >>> from agcore_lab.llm.messages import UserMessage
+        >>> call = ModelCall(call_id="call_1", session_id="ses_1", model="m",
+        ...     request_messages=[UserMessage(content="hi")], request_hash="0" * 32)
+        >>> print(describe_call(call).splitlines()[2])
+        [0] user
+    """
+    state = "abandoned branch" if call.abandoned else call.status
+    lines = [
+        f"call {call.call_id} · session {call.session_id} · slot {call.slot_id} · "
+        f"turn {call.turn_index} · {call.kind} · {state}",
+        f"model {call.model} · {call.usage.prompt_tokens} prompt + "
+        f"{call.usage.completion_tokens} completion tokens · {call.latency_s * 1000:.1f} ms · "
+        f"${call.cost:.6f}" + (" · replayed" if call.replayed else ""),
+    ]
+    for index, message in enumerate(call.request_messages):
+        label = call.injected.get(index)
+        name = getattr(message, "name", None)
+        extra = f" ({name})" if isinstance(name, str) and name else ""
+        lines.append(f"[{index}] {message.role}{extra}" + (f"  <{label}>" if label else ""))
+        if message.text:
+            lines.append(_indent(message.text))
+        for tool_call in getattr(message, "tool_calls", ()):
+            lines.append(_indent(f"-> {tool_call.name}({json.dumps(tool_call.arguments)})"))
+    if call.window_start:
+        lines.append(f"(the window starts at history message {call.window_start})")
+    if call.tools:
+        lines.append("tools: " + ", ".join(t.name for t in call.tools))
+    if call.response is not None:
+        lines.append(f"--- response ({call.finish_reason or 'no finish reason'})")
+        if call.response.content:
+            lines.append(_indent(call.response.content))
+        for tool_call in call.response.tool_calls:
+            lines.append(_indent(f"-> {tool_call.name}({json.dumps(tool_call.arguments)})"))
+    if call.error:
+        lines.append(f"--- error: {call.error}")
+    return "\n".join(lines)
