@@ -414,6 +414,10 @@ class AgentSession(SlotOperations, ApprovalOperations):
         )
         self.slots[slot_id], self.cost_tracker = draft, cost
         self.last_summary_turn = self.turn_index
+        logger.getChild("ops").info(
+            "summary written",
+            extra={"agcore_op": "summary", "session_id": self.session_id, "slot_id": slot_id},
+        )
         self.session_memory.set(
             SUMMARY_KEY,
             text,

@@ -22,6 +22,7 @@ from agcore_lab.engine.approvals import ApprovalManagement
 from agcore_lab.engine.call_ops import CallOperations
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import DispatchOperations
+from agcore_lab.engine.oplog import log_event
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
 from agcore_lab.store.base import SessionRecord, Store
@@ -77,6 +78,7 @@ class SessionManager(DispatchOperations, ApprovalManagement, CallOperations):
         self._live: dict[str, AgentSession] = {}
         self._map_lock = threading.Lock()
         self._listeners: list[Callable[[ManagerEvent], None]] = []
+        self.add_listener(log_event)  # structured logging of the key operations
         for agent in agents:
             self.register_agent(agent)
 
