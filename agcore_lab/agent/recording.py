@@ -31,7 +31,7 @@ from pydantic import JsonValue
 
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
-from agcore_lab.llm.call_record import CallKind, ModelCall, request_hash
+from agcore_lab.llm.call_record import CallKind, ModelCall, finish_hash, fold, join_folds
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.usage import PriceTable
@@ -99,6 +99,53 @@ def _tail_length(context: Sequence[Message], slot: ContextSlot) -> int:
     return count
 
 
+# The fold (see :func:`agcore_lab.llm.call_record.fold`) of a slot's history at a chain node,
+# so each request hashes only what it adds: node id -> (fold, length, last message).
+_FOLDS: dict[str, tuple[int, int, Message]] = {}
+_LAST_HEAD: dict[tuple[str, str], str] = {}
+_FOLDS_MAX = 20_000
+
+
+def _history_fold(session_id: str, slot: ContextSlot) -> int:
+    history, head = slot.messages, slot.head_node_id
+    count = len(history)
+    entry = _FOLDS.get(head) if head is not None else None
+    if entry is not None and entry[1] == count and count and entry[2] is history[-1]:
+        return entry[0]
+    last = _LAST_HEAD.get((session_id, slot.slot_id))
+    before = _FOLDS.get(last) if last is not None else None
+    if before is not None and 0 < before[1] <= count and history[before[1] - 1] is before[2]:
+        value = fold(history[before[1] :], before[0])  # the history grew since: add the rest
+    else:
+        value = fold(history)
+    if head is not None and count:
+        if len(_FOLDS) >= _FOLDS_MAX:
+            _FOLDS.clear()
+            _LAST_HEAD.clear()
+        _FOLDS[head] = (value, count, history[-1])
+        _LAST_HEAD[(session_id, slot.slot_id)] = head
+    return value
+
+
+def _request_hash(
+    session_id: str,
+    context: Sequence[Message],
+    tail: int,
+    slot: ContextSlot | None,
+    tools: Sequence[ToolSpec],
+    model: str,
+    params: dict[str, JsonValue],
+) -> str:
+    """:func:`~agcore_lab.llm.call_record.request_hash`, without re-reading the history."""
+    head = len(context) - tail
+    if slot is not None and tail and tail == len(slot.messages):
+        tail_fold = _history_fold(session_id, slot)
+    else:
+        tail_fold = fold(context[head:])
+    folded = join_folds(fold(context[:head]), tail_fold, tail)
+    return finish_hash(folded, len(context), tools, model, params)
+
+
 def _injected(
     context: Sequence[Message], head: int, system_prompt: str, slot: ContextSlot | None
 ) -> dict[int, str]:
@@ -118,6 +165,25 @@ def _injected(
     return labels
 
 
+_DEFAULTS = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in ModelCall.model_fields.items()
+    if not field.is_required()
+}
+
+
+def _build(fields: dict[str, object]) -> ModelCall:
+    # ``model_construct`` without its per-field default resolution (a turn's hot path): the
+    # fields come from typed engine objects; mutable defaults are fresh per call.
+    data = {**_DEFAULTS, "params": {}, "tools": [], "injected": {}, **fields}
+    call = ModelCall.__new__(ModelCall)
+    object.__setattr__(call, "__dict__", data)
+    object.__setattr__(call, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(call, "__pydantic_extra__", None)
+    object.__setattr__(call, "__pydantic_private__", {"_tail": None, "_response_stored": False})
+    return call
+
+
 class CallProbe:
     """One request in flight; made by :meth:`CallRecorder.begin`."""
 
@@ -135,7 +201,8 @@ class CallProbe:
         self._recorder = recorder
         self._started = time.perf_counter()
         self._first: float | None = None
-        self._context = list(context)
+        # build_context makes a new list per request: keep it (no copy of the history).
+        self._context = context if isinstance(context, list) else list(context)
         self._slot_len = len(slot.messages) if slot is not None else 0
         tail = _tail_length(context, slot) if slot is not None else 0
         self._tail = tail
@@ -157,7 +224,9 @@ class CallProbe:
             "window_start": window_start,
             "started_at": utcnow(),
             "streamed": stream,
-            "request_hash": request_hash(context, tools, model.model_name, params),
+            "request_hash": _request_hash(
+                recorder.session_id, context, tail, slot, tools, model.model_name, params
+            ),
         }
 
     def piece(self) -> None:
@@ -173,15 +242,19 @@ class CallProbe:
     def done(self, response: ChatResponse) -> None:
         """The answer came: keep the call."""
         latency, ttft = self._elapsed()
-        call = ModelCall(
-            **self._fields,
-            response=response.message,
-            finish_reason=response.finish_reason,
-            usage=response.usage,
-            cost=self._recorder.prices.cost(response.model, response.usage),
-            latency_s=latency,
-            ttft_s=ttft,
-            replayed=REPLAYED_KEY in response.message.metadata,
+        # Built without validation: every field comes from typed engine objects, and the
+        # request may hold the whole history.
+        call = _build(
+            {
+                **self._fields,
+                "response": response.message,
+                "finish_reason": response.finish_reason,
+                "usage": response.usage,
+                "cost": self._recorder.prices.cost(response.model, response.usage),
+                "latency_s": latency,
+                "ttft_s": ttft,
+                "replayed": REPLAYED_KEY in response.message.metadata,
+            }
         )
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
         self._recorder.keep(call, self, response_in_chain=self._recorder.kind == "turn")
@@ -191,12 +264,14 @@ class CallProbe:
         recorder's calls at once (the turn will not commit them)."""
         latency, ttft = self._elapsed()
         kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
-        call = ModelCall(
-            **self._fields,
-            status="error",
-            error=f"{kind}: {exc}" if str(exc) else kind,
-            latency_s=latency,
-            ttft_s=ttft,
+        call = _build(
+            {
+                **self._fields,
+                "status": "error",
+                "error": f"{kind}: {exc}" if str(exc) else kind,
+                "latency_s": latency,
+                "ttft_s": ttft,
+            }
         )
         self._recorder.keep(call, self, response_in_chain=False)
         self._recorder.abandon()
@@ -270,11 +345,12 @@ class CallRecorder:
                 return
             kept = redacted
         tail = probe._tail
-        # The history tail may be read from the chains only where the redactor left it alone.
-        for offset in range(tail):
-            if kept.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
-                tail = offset
-                break
+        if kept is not call:
+            # The history tail may be read from the chains only where the redactor left it.
+            for offset in range(tail):
+                if kept.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
+                    tail = offset
+                    break
         kept._tail = (probe._anchor, tail) if probe._anchor else None
         kept._response_stored = response_in_chain and kept.response is call.response
         self.calls.append(kept)

@@ -41,7 +41,11 @@ __all__ = [
     "CallStatus",
     "ModelCall",
     "describe_call",
+    "finish_hash",
+    "fold",
+    "join_folds",
     "load_calls",
+    "message_digest",
     "request_hash",
     "wire_form",
 ]
@@ -56,8 +60,90 @@ def wire_form(message: Message) -> dict[str, JsonValue]:
     return wire
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _canonical(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value)
+
+
+# The request hash folds per-message digests into a polynomial hash modulo a Mersenne prime,
+# so a request that extends a known one (the next call of a tool loop, the next turn) is
+# hashed in O(what it adds): R(a + b) = R(a) * B**len(b) + R(b). Collisions are about
+# len / 2**127 likely: fine for matching requests, not a cryptographic commitment.
+_P = (1 << 127) - 1
+_B = 0x5BD1E9955BD1E9955BD1E9955BD1E995 % _P
+_DIGESTS: dict[int, tuple[object, int]] = {}
+_DIGESTS_MAX = 50_000
+
+
+def _wire_text(message: Message) -> str:
+    # What the model sees of a message, as one string (faster than JSON for the common case).
+    calls = getattr(message, "tool_calls", ())
+    parts = [
+        message.role,
+        "" if getattr(message, "content", None) is None else "=" + str(message.content),
+        getattr(message, "tool_call_id", "") or "",
+        getattr(message, "name", "") or "",
+        _canonical([c.to_openai() for c in calls]) if calls else "",
+    ]
+    return "\x1f".join(parts)
+
+
+def message_digest(message: Message) -> int:
+    """The digest of a message's wire form (cached per message object: messages are
+    immutable)."""
+    cached = _DIGESTS.get(id(message))
+    if cached is not None and cached[0] is message:
+        return cached[1]
+    raw = hashlib.blake2b(_wire_text(message).encode(), digest_size=16).digest()
+    value = int.from_bytes(raw, "big") % _P
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[id(message)] = (message, value)
+    return value
+
+
+def fold(messages: Sequence[Message], start: int = 0) -> int:
+    """The polynomial hash of ``messages``, continuing from ``start`` (a previous fold)."""
+    value = start
+    for message in messages:
+        value = (value * _B + message_digest(message)) % _P
+    return value
+
+
+def join_folds(head: int, tail: int, tail_length: int) -> int:
+    """The fold of ``head + tail`` from the folds of both parts."""
+    return (head * pow(_B, tail_length, _P) + tail) % _P
+
+
+_TOOLS: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+
+
+def _tools_text(tools: Sequence[ToolSpec]) -> str:
+    # Cached per set of tool objects: an agent offers the same ToolSpec objects every call.
+    key = tuple(id(t) for t in tools)
+    cached = _TOOLS.get(key)
+    if cached is not None and all(a is b for a, b in zip(cached[0], tools, strict=True)):
+        return cached[1]
+    text = _canonical([t.to_openai() for t in tools])
+    if len(_TOOLS) >= 1_000:
+        _TOOLS.clear()
+    _TOOLS[key] = (tuple(tools), text)
+    return text
+
+
+def finish_hash(
+    folded: int,
+    count: int,
+    tools: Sequence[ToolSpec],
+    model: str,
+    params: dict[str, JsonValue],
+) -> str:
+    """The request hash from the fold of its ``count`` messages, its tools, model and params."""
+    body = _canonical(params) if params else "{}"
+    text = f"{folded:032x}:{count}:{_tools_text(tools)}:{json.dumps(model)}:{body}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def request_hash(
@@ -70,13 +156,7 @@ def request_hash(
 
     Message ids, times and metadata do not count: they never reach the model.
     """
-    body = {
-        "messages": [wire_form(m) for m in messages],
-        "tools": [t.to_openai() for t in tools],
-        "model": model,
-        "params": params,
-    }
-    return hashlib.blake2b(_canonical(body).encode(), digest_size=16).hexdigest()
+    return finish_hash(fold(messages), len(messages), tools, model, params)
 
 
 class ModelCall(BaseModel):

@@ -19,16 +19,19 @@ Rare fields (parameters, the Focused window start, retries, the error, streamed 
 flags) go to ``detail_json`` only when set.
 
 The primary key is ``(session_id, call_id)``: a session's calls are one range scan, oldest
-first. ``ckpt_id`` is filled when the session's next checkpoint is written (a partial index
-holds only the calls not linked yet); deleting checkpoints deletes the calls that led to them.
+first. The checkpoint a call led to is not written with it: it is the session's first
+checkpoint after the call (ids are time-ordered), found when reading; deleting checkpoints
+deletes the calls that led to them. Latencies are whole microseconds; the request hash is 16
+bytes.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -45,7 +48,6 @@ __all__ = [
     "delete_calls_of_checkpoints",
     "delete_session_calls",
     "insert_calls",
-    "link_calls",
     "read_calls",
 ]
 
@@ -62,18 +64,16 @@ CREATE TABLE model_calls (
     completion_tokens INTEGER NOT NULL,
     cost_usd          REAL NOT NULL,
     started_us        INTEGER NOT NULL,
-    latency_ms        REAL NOT NULL,
-    ttft_ms           REAL,
+    latency_us        INTEGER NOT NULL,
+    ttft_us           INTEGER,
     finish_reason     TEXT,
-    request_hash      TEXT NOT NULL,
-    ckpt_id           TEXT,
+    request_hash      BLOB NOT NULL,
     anchor_node       TEXT,
     response_id       TEXT,
     parts_json        TEXT NOT NULL,
     detail_json       TEXT,
     PRIMARY KEY (session_id, call_id)
 ) WITHOUT ROWID;
-CREATE INDEX model_calls_unlinked ON model_calls(session_id) WHERE ckpt_id IS NULL;
 CREATE TABLE call_blobs (
     hash TEXT PRIMARY KEY,
     body TEXT NOT NULL
@@ -87,8 +87,11 @@ _LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"
 _LABELS = {letter: label for label, letter in _LETTERS.items()}
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _micros(moment: datetime) -> int:
@@ -103,11 +106,45 @@ def _put_blob(conn: sqlite3.Connection, body: str) -> str:
     return digest
 
 
+# Serialized blobs of objects sent again and again (the system prompt, the tools), by object:
+# id -> (the object, its body). Only the serializing is cached; every call still inserts.
+_BODIES: dict[int, tuple[object, str]] = {}
+
+
+def _body(value: object, make: Callable[[], str]) -> str:
+    cached = _BODIES.get(id(value))
+    if cached is not None and cached[0] is value:
+        return cached[1]
+    body = make()
+    if len(_BODIES) >= 5_000:
+        _BODIES.clear()
+    _BODIES[id(value)] = (value, body)
+    return body
+
+
 def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) -> str:
     # Request parts are stored by content (no id or time), so an injected summary made anew
     # for every call, or the system prompt of every session, is kept once.
-    exclude = None if keep_id else {"id", "created_at"}
-    return _put_blob(conn, _compact(message.model_dump(mode="json", exclude=exclude)))
+    if keep_id:
+        return _put_blob(conn, _compact(message.model_dump(mode="json")))
+    body = _body(
+        message, lambda: _compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
+    )
+    return _put_blob(conn, body)
+
+
+_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+
+
+def _tools_blob(conn: sqlite3.Connection, tools: Sequence[ToolSpec]) -> str:
+    key = tuple(id(t) for t in tools)
+    cached = _TOOL_BODIES.get(key)
+    if cached is None or not all(a is b for a, b in zip(cached[0], tools, strict=True)):
+        if len(_TOOL_BODIES) >= 1_000:
+            _TOOL_BODIES.clear()
+        cached = (tuple(tools), _TOOLS.dump_json(list(tools)).decode())
+        _TOOL_BODIES[key] = cached
+    return _put_blob(conn, cached[1])
 
 
 def _detail(call: ModelCall) -> str | None:
@@ -143,7 +180,7 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
     if tail:
         parts["t"] = tail
     if call.tools:
-        parts["T"] = _put_blob(conn, _TOOLS.dump_json(call.tools).decode())
+        parts["T"] = _tools_blob(conn, call.tools)
     response_id = None
     if call.response is not None:
         if call._response_stored:
@@ -162,11 +199,10 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
         call.usage.completion_tokens,
         call.cost,
         _micros(call.started_at),
-        round(call.latency_s * 1000, 3),
-        round(call.ttft_s * 1000, 3) if call.ttft_s is not None else None,
+        round(call.latency_s * 1_000_000),
+        round(call.ttft_s * 1_000_000) if call.ttft_s is not None else None,
         call.finish_reason,
-        call.request_hash,
-        call.ckpt_id,
+        bytes.fromhex(call.request_hash),
         anchor,
         response_id,
         _compact(parts),
@@ -181,17 +217,31 @@ def insert_calls(conn: sqlite3.Connection, calls: Sequence[ModelCall]) -> None:
     slot's head when it was made), so a rollback past that node marks it abandoned.
     """
     conn.executemany(
-        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [_row(conn, call) for call in calls],
     )
 
 
-def link_calls(conn: sqlite3.Connection, session_id: str, ckpt_id: str) -> None:
-    """Link the session's calls not linked yet to ``ckpt_id`` (the checkpoint they led to)."""
-    conn.execute(
-        "UPDATE model_calls SET ckpt_id = ? WHERE session_id = ? AND ckpt_id IS NULL",
-        (ckpt_id, session_id),
-    )
+def _stamp(some_id: str) -> str:
+    # Ids are "<prefix>_<time-ordered digits>": compare the digits across kinds of ids.
+    return some_id.split("_", 1)[-1]
+
+
+def _led_to(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, list[str]]:
+    """Each session's checkpoint ids, oldest first (to find the one a call led to)."""
+    found: dict[str, list[str]] = {}
+    for session_id in sorted(session_ids):
+        rows = conn.execute(
+            "SELECT ckpt_id FROM checkpoints WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        found[session_id] = sorted((r[0] for r in rows), key=_stamp)
+    return found
+
+
+def _next_checkpoint(ckpts: list[str], stamps: list[str], row: sqlite3.Row) -> str | None:
+    """The first checkpoint (of ``ckpts``, oldest first) made after the call of ``row``."""
+    index = bisect.bisect_right(stamps, _stamp(row["call_id"]))
+    return ckpts[index] if index < len(ckpts) else None
 
 
 def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
@@ -208,23 +258,30 @@ def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
 def delete_calls_of_checkpoints(
     conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
 ) -> int:
-    """Delete the calls that led to the given checkpoints (all linked ones for ``None``)."""
-    if ckpt_ids is None:
-        gone = conn.execute(
-            "DELETE FROM model_calls WHERE session_id = ? AND ckpt_id IS NOT NULL", (session_id,)
-        ).rowcount
-    else:
-        gone = 0
-        for start in range(0, len(ckpt_ids), 500):
-            batch = list(ckpt_ids[start : start + 500])
-            gone += conn.execute(
-                f"DELETE FROM model_calls WHERE session_id = ? "
-                f"AND ckpt_id IN ({','.join('?' * len(batch))})",
-                (session_id, *batch),
-            ).rowcount
-    if gone:
-        _drop_orphan_blobs(conn)
-    return gone
+    """Delete the calls that led to the given checkpoints (to any checkpoint for ``None``).
+
+    Run it before deleting the checkpoints: a call led to the first checkpoint after it.
+    Content blobs stay (they are shared and small) until their session is deleted.
+    """
+    ckpts = _led_to(conn, {session_id})[session_id]
+    if not ckpts:
+        return 0
+    doomed = set(ckpts) if ckpt_ids is None else set(ckpt_ids)
+    stamps = [_stamp(c) for c in ckpts]
+    calls = [
+        r[0]
+        for r in conn.execute("SELECT call_id FROM model_calls WHERE session_id = ?", (session_id,))
+    ]
+    gone = []
+    for call_id in calls:
+        index = bisect.bisect_right(stamps, _stamp(call_id))
+        if index < len(ckpts) and ckpts[index] in doomed:
+            gone.append(call_id)
+    conn.executemany(
+        "DELETE FROM model_calls WHERE session_id = ? AND call_id = ?",
+        [(session_id, call_id) for call_id in gone],
+    )
+    return len(gone)
 
 
 def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
@@ -320,8 +377,13 @@ def read_calls(
     blobs = _blobs(conn, hashes)
     responses = _responses(conn, {r["response_id"] for r in rows if r["response_id"]})
     chains = _Chains(conn)
-    live = _live_nodes(conn, chains, {r["session_id"] for r in rows})
-    calls = [_call(r, p, blobs, responses, chains, live) for r, p in zip(rows, parts, strict=True)]
+    sessions = {r["session_id"] for r in rows}
+    live = _live_nodes(conn, chains, sessions)
+    ckpts = {sid: (ids, [_stamp(c) for c in ids]) for sid, ids in _led_to(conn, sessions).items()}
+    calls = [
+        _call(r, p, blobs, responses, chains, live, _next_checkpoint(*ckpts[r["session_id"]], r))
+        for r, p in zip(rows, parts, strict=True)
+    ]
     calls.reverse()
     return calls
 
@@ -345,6 +407,7 @@ def _call(
     responses: dict[str, AssistantMessage],
     chains: _Chains,
     live: set[str],
+    ckpt_id: str | None,
 ) -> ModelCall:
     request = [_blob_message(blobs[h], h) for h in parts.get("p", [])]
     tail = int(parts.get("t", 0))
@@ -379,14 +442,14 @@ def _call(
         ),
         cost=row["cost_usd"],
         started_at=_EPOCH + timedelta(microseconds=row["started_us"]),
-        latency_s=row["latency_ms"] / 1000,
-        ttft_s=row["ttft_ms"] / 1000 if row["ttft_ms"] is not None else None,
+        latency_s=row["latency_us"] / 1_000_000,
+        ttft_s=row["ttft_us"] / 1_000_000 if row["ttft_us"] is not None else None,
         streamed=detail.get("streamed", False),
         retries=detail.get("retries"),
         status=row["status"],
         error=detail.get("error"),
         replayed=detail.get("replayed", False),
-        request_hash=row["request_hash"],
-        ckpt_id=row["ckpt_id"],
+        request_hash=bytes(row["request_hash"]).hex(),
+        ckpt_id=ckpt_id,
         abandoned=anchor is not None and anchor not in live,
     )

@@ -35,7 +35,6 @@ from agcore_lab.store._calls import (
     delete_calls_of_checkpoints,
     delete_session_calls,
     insert_calls,
-    link_calls,
     read_calls,
 )
 from agcore_lab.store._chains import (
@@ -327,7 +326,6 @@ class SqliteStore:
                     "no such session in the store", session_id=ckpt.session_id
                 )
             insert_checkpoint(conn, ckpt)
-            link_calls(conn, ckpt.session_id, ckpt.ckpt_id)
 
     def list_checkpoints(
         self, session_id: str | None = None, *, limit: int | None = None
