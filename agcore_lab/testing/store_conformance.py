@@ -43,6 +43,11 @@ from agcore_lab.testing._support import (
     run_checks,
     session_record,
 )
+from agcore_lab.testing.call_checks import (
+    check_calls_follow_checkpoints,
+    check_calls_round_trip,
+    check_calls_written_on_their_own,
+)
 from agcore_lab.testing.memory_checks import (
     check_memory_json_values,
     check_memory_keeps_created_at,
@@ -307,6 +312,9 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_commit_updates_session,
         check_commit_unknown_session,
         check_chain_round_trip,
+        check_calls_round_trip,
+        check_calls_written_on_their_own,
+        check_calls_follow_checkpoints,
         check_fork_shares_prefix,
         check_message_stored_once,
         check_commit_is_atomic,
@@ -419,3 +427,12 @@ class StoreConformance:
 
     def test_memory_keeps_created_at(self) -> None:
         self._check(check_memory_keeps_created_at)
+
+    def test_calls_round_trip(self) -> None:
+        self._check(check_calls_round_trip)
+
+    def test_calls_written_on_their_own(self) -> None:
+        self._check(check_calls_written_on_their_own)
+
+    def test_calls_follow_checkpoints(self) -> None:
+        self._check(check_calls_follow_checkpoints)
