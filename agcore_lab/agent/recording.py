@@ -31,7 +31,14 @@ from pydantic import JsonValue
 
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
-from agcore_lab.llm.call_record import CallKind, ModelCall, finish_hash, fold, join_folds
+from agcore_lab.llm.call_record import (
+    RETRIES,
+    CallKind,
+    ModelCall,
+    finish_hash,
+    fold,
+    join_folds,
+)
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.usage import PriceTable
@@ -229,6 +236,9 @@ class CallProbe:
             ),
         }
 
+        self._retries = [0]
+        RETRIES.set(self._retries)  # HTTP backends count their retries here
+
     def piece(self) -> None:
         """A streamed piece arrived (the first one sets the time to first token)."""
         if self._first is None:
@@ -253,6 +263,7 @@ class CallProbe:
                 "cost": self._recorder.prices.cost(response.model, response.usage),
                 "latency_s": latency,
                 "ttft_s": ttft,
+                "retries": self._retries[0],
                 "replayed": REPLAYED_KEY in response.message.metadata,
             }
         )
@@ -271,6 +282,7 @@ class CallProbe:
                 "error": f"{kind}: {exc}" if str(exc) else kind,
                 "latency_s": latency,
                 "ttft_s": ttft,
+                "retries": self._retries[0],
             }
         )
         self._recorder.keep(call, self, response_in_chain=False)

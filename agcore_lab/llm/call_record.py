@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,7 @@ from agcore_lab.llm.usage import Usage
 __all__ = [
     "CallKind",
     "CallStatus",
+    "RETRIES",
     "ModelCall",
     "describe_call",
     "finish_hash",
@@ -46,12 +48,25 @@ __all__ = [
     "join_folds",
     "load_calls",
     "message_digest",
+    "note_retry",
     "request_hash",
     "wire_form",
 ]
 
 CallKind = Literal["turn", "summary"]
 CallStatus = Literal["ok", "error"]
+
+
+# The retry counter of the model call in flight (set by the call recorder, bumped by HTTP
+# backends each time they retry), so a call's record says how many retries it took.
+RETRIES: ContextVar[list[int] | None] = ContextVar("agcore_call_retries", default=None)
+
+
+def note_retry() -> None:
+    """Count one retry of the model call in flight (backends call it before retrying)."""
+    counter = RETRIES.get()
+    if counter is not None:
+        counter[0] += 1
 
 
 def wire_form(message: Message) -> dict[str, JsonValue]:
@@ -186,7 +201,7 @@ class ModelCall(BaseModel):
         latency_s: Seconds until the whole answer was there.
         ttft_s: Seconds until the first streamed piece (streaming only).
         streamed: Whether it was a streaming request.
-        retries: Retries the backend reported, when it reports them.
+        retries: Retries the backend made for this call (HTTP backends count them).
         status: ``ok`` or ``error``.
         error: The error's type and message when it failed.
         replayed: The answer came from a recording (usage and cost are the recorded ones).
@@ -216,7 +231,7 @@ class ModelCall(BaseModel):
     latency_s: float = 0.0
     ttft_s: float | None = None
     streamed: bool = False
-    retries: int | None = None
+    retries: int = 0
     status: CallStatus = "ok"
     error: str | None = None
     replayed: bool = False

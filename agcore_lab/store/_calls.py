@@ -153,7 +153,7 @@ def _detail(call: ModelCall) -> str | None:
         detail["params"] = call.params
     if call.window_start:
         detail["window_start"] = call.window_start
-    if call.retries is not None:
+    if call.retries:
         detail["retries"] = call.retries
     if call.error is not None:
         detail["error"] = call.error
@@ -445,7 +445,7 @@ def _call(
         latency_s=row["latency_us"] / 1_000_000,
         ttft_s=row["ttft_us"] / 1_000_000 if row["ttft_us"] is not None else None,
         streamed=detail.get("streamed", False),
-        retries=detail.get("retries"),
+        retries=detail.get("retries", 0),
         status=row["status"],
         error=detail.get("error"),
         replayed=detail.get("replayed", False),

@@ -303,3 +303,37 @@ def test_an_old_database_file_opens_and_gains_the_call_log(tmp_path: Path) -> No
     session = AgentSession(Agent(name="o", model=ScriptedModel(["ok"])), store=store)
     session.submit_turn_sync("hi")
     assert [c.response.content for c in store.list_calls() if c.response] == ["ok"]
+
+
+def test_an_interrupted_turn_and_its_resumption_are_one_turn_of_calls(tmp_path: Path) -> None:
+    from agcore_lab import Tool
+
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"moved {amount}"
+
+    model = ScriptedModel([ToolCall(name="transfer", arguments={"amount": 5}), "Done."])
+    manager = SessionManager(SqliteStore(tmp_path / "a.db"))
+    agent = Agent(
+        name="bank", model=model, tools=[Tool.from_function(transfer, requires_approval=True)]
+    )
+    sid = manager.create_sync(agent)
+    result = manager.submit_turn_sync(sid, "pay 5")
+    call = result.pending_tool_call
+    assert call is not None
+    assert [c.turn_index for c in manager.model_calls_sync(sid)] == [1]
+    final = manager.resume_sync(sid, call.run_id, call.interrupt_id, "approve")
+    assert final.reply == "Done."
+    calls = manager.model_calls_sync(sid)
+    assert [c.turn_index for c in calls] == [1, 1]
+    assert calls[1].request_messages[-1].text == "moved 5"
+
+
+def test_sub_agent_calls_are_recorded_in_the_child(tmp_path: Path) -> None:
+    manager = SessionManager(SqliteStore(tmp_path / "d.db"))
+    parent = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    result = manager.dispatch_sync(parent, Agent(name="helper", model=ScriptedModel()), "help me")
+    (call,) = manager.model_calls_sync(result.child_id)
+    assert call.request_messages[-1].text == "help me"
+    frame = manager.model_calls_frame()
+    assert set(frame.agent_name) == {"helper"}
