@@ -35,6 +35,7 @@ from agcore_lab.llm.call_record import (
     RETRIES,
     CallKind,
     ModelCall,
+    construct_call,
     finish_hash,
     fold,
     join_folds,
@@ -172,25 +173,6 @@ def _injected(
     return labels
 
 
-_DEFAULTS = {
-    name: field.get_default(call_default_factory=True)
-    for name, field in ModelCall.model_fields.items()
-    if not field.is_required()
-}
-
-
-def _build(fields: dict[str, object]) -> ModelCall:
-    # ``model_construct`` without its per-field default resolution (a turn's hot path): the
-    # fields come from typed engine objects; mutable defaults are fresh per call.
-    data = {**_DEFAULTS, "params": {}, "tools": [], "injected": {}, **fields}
-    call = ModelCall.__new__(ModelCall)
-    object.__setattr__(call, "__dict__", data)
-    object.__setattr__(call, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(call, "__pydantic_extra__", None)
-    object.__setattr__(call, "__pydantic_private__", {"_tail": None, "_response_stored": False})
-    return call
-
-
 class CallProbe:
     """One request in flight; made by :meth:`CallRecorder.begin`."""
 
@@ -254,7 +236,7 @@ class CallProbe:
         latency, ttft = self._elapsed()
         # Built without validation: every field comes from typed engine objects, and the
         # request may hold the whole history.
-        call = _build(
+        call = construct_call(
             {
                 **self._fields,
                 "response": response.message,
@@ -275,7 +257,7 @@ class CallProbe:
         recorder's calls at once (the turn will not commit them)."""
         latency, ttft = self._elapsed()
         kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
-        call = _build(
+        call = construct_call(
             {
                 **self._fields,
                 "status": "error",

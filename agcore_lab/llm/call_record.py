@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr
 
@@ -42,6 +42,7 @@ __all__ = [
     "CallStatus",
     "RETRIES",
     "ModelCall",
+    "construct_call",
     "describe_call",
     "finish_hash",
     "fold",
@@ -334,3 +335,22 @@ def describe_call(call: ModelCall) -> str:
     if call.error:
         lines.append(f"--- error: {call.error}")
     return "\n".join(lines)
+
+
+_DEFAULTS = {
+    name: info.get_default(call_default_factory=True)
+    for name, info in ModelCall.model_fields.items()
+    if not info.is_required()
+}
+
+
+def construct_call(fields: dict[str, Any]) -> ModelCall:
+    """A ``ModelCall`` from trusted, typed fields, without validation (the recorder and the
+    store build thousands; a request may hold a whole history of message objects)."""
+    data = {**_DEFAULTS, "params": {}, "tools": [], "injected": {}, **fields}
+    call = ModelCall.__new__(ModelCall)
+    object.__setattr__(call, "__dict__", data)
+    object.__setattr__(call, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(call, "__pydantic_extra__", None)
+    object.__setattr__(call, "__pydantic_private__", {"_tail": None, "_response_stored": False})
+    return call

@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import JsonValue, TypeAdapter
 
 from agcore_lab.llm.base import ToolSpec
-from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.call_record import ModelCall, construct_call
 from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store._chains import read_chain
@@ -421,35 +421,37 @@ def _call(
         response = _blob_message(blobs[parts["r"]], parts["r"], response=True)
     detail = json.loads(row["detail_json"]) if row["detail_json"] else {}
     tools = _TOOLS.validate_json(blobs[parts["T"]]) if parts.get("T") else []
-    return ModelCall(
-        call_id=row["call_id"],
-        session_id=row["session_id"],
-        slot_id=row["slot_id"],
-        turn_index=row["turn_index"],
-        kind=row["kind"],
-        model=row["model"],
-        params=detail.get("params", {}),
-        request_messages=request,
-        tools=tools,
-        injected={i: _LABELS[c] for i, c in enumerate(parts.get("i", "")) if c in _LABELS},
-        window_start=detail.get("window_start", 0),
-        response=response if isinstance(response, AssistantMessage) else None,
-        finish_reason=row["finish_reason"],
-        usage=Usage(
-            prompt_tokens=row["prompt_tokens"],
-            completion_tokens=row["completion_tokens"],
-            requests=detail.get("requests", 1),
-        ),
-        cost=row["cost_usd"],
-        started_at=_EPOCH + timedelta(microseconds=row["started_us"]),
-        latency_s=row["latency_us"] / 1_000_000,
-        ttft_s=row["ttft_us"] / 1_000_000 if row["ttft_us"] is not None else None,
-        streamed=detail.get("streamed", False),
-        retries=detail.get("retries", 0),
-        status=row["status"],
-        error=detail.get("error"),
-        replayed=detail.get("replayed", False),
-        request_hash=bytes(row["request_hash"]).hex(),
-        ckpt_id=ckpt_id,
-        abandoned=anchor is not None and anchor not in live,
+    return construct_call(
+        dict(
+            call_id=row["call_id"],
+            session_id=row["session_id"],
+            slot_id=row["slot_id"],
+            turn_index=row["turn_index"],
+            kind=row["kind"],
+            model=row["model"],
+            params=detail.get("params", {}),
+            request_messages=request,
+            tools=tools,
+            injected={i: _LABELS[c] for i, c in enumerate(parts.get("i", "")) if c in _LABELS},
+            window_start=detail.get("window_start", 0),
+            response=response if isinstance(response, AssistantMessage) else None,
+            finish_reason=row["finish_reason"],
+            usage=Usage(
+                prompt_tokens=row["prompt_tokens"],
+                completion_tokens=row["completion_tokens"],
+                requests=detail.get("requests", 1),
+            ),
+            cost=row["cost_usd"],
+            started_at=_EPOCH + timedelta(microseconds=row["started_us"]),
+            latency_s=row["latency_us"] / 1_000_000,
+            ttft_s=row["ttft_us"] / 1_000_000 if row["ttft_us"] is not None else None,
+            streamed=detail.get("streamed", False),
+            retries=detail.get("retries", 0),
+            status=row["status"],
+            error=detail.get("error"),
+            replayed=detail.get("replayed", False),
+            request_hash=bytes(row["request_hash"]).hex(),
+            ckpt_id=ckpt_id,
+            abandoned=anchor is not None and anchor not in live,
+        )
     )
