@@ -34,6 +34,7 @@ from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
 from agcore_lab.llm.call_record import (
     RETRIES,
     CallKind,
+    Fold,
     ModelCall,
     construct_call,
     finish_hash,
@@ -109,12 +110,12 @@ def _tail_length(context: Sequence[Message], slot: ContextSlot) -> int:
 
 # The fold (see :func:`agcore_lab.llm.call_record.fold`) of a slot's history at a chain node,
 # so each request hashes only what it adds: node id -> (fold, length, last message).
-_FOLDS: dict[str, tuple[int, int, Message]] = {}
+_FOLDS: dict[str, tuple[Fold, int, Message]] = {}
 _LAST_HEAD: dict[tuple[str, str], str] = {}
 _FOLDS_MAX = 20_000
 
 
-def _history_fold(session_id: str, slot: ContextSlot) -> int:
+def _history_fold(session_id: str, slot: ContextSlot) -> Fold:
     history, head = slot.messages, slot.head_node_id
     count = len(history)
     entry = _FOLDS.get(head) if head is not None else None
@@ -150,7 +151,7 @@ def _request_hash(
         tail_fold = _history_fold(session_id, slot)
     else:
         tail_fold = fold(context[head:])
-    folded = join_folds(fold(context[:head]), tail_fold, tail)
+    folded = join_folds(fold(context[:head]), tail_fold) if head else tail_fold
     return finish_hash(folded, len(context), tools, model, params)
 
 

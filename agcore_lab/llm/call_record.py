@@ -40,6 +40,8 @@ from agcore_lab.llm.usage import Usage
 __all__ = [
     "CallKind",
     "CallStatus",
+    "EMPTY_FOLD",
+    "Fold",
     "RETRIES",
     "ModelCall",
     "construct_call",
@@ -83,27 +85,35 @@ def _canonical(value: object) -> str:
     return _ENCODER.encode(value)
 
 
-# The request hash folds per-message digests into a polynomial hash modulo a Mersenne prime,
-# so a request that extends a known one (the next call of a tool loop, the next turn) is
-# hashed in O(what it adds): R(a + b) = R(a) * B**len(b) + R(b). Collisions are about
-# len / 2**127 likely: fine for matching requests, not a cryptographic commitment.
+# The request hash folds per-message digests d_i into R = sum(d_i * B**i) modulo a Mersenne
+# prime, kept with B**len as a fold state, so a request that extends a known one (the next
+# call of a tool loop, the next turn) is hashed in O(what it adds), and a short head (the
+# system prompt) joins a long history cheaply: R(a + b) = R(a) + B**len(a) * R(b).
+# Collisions are about len / 2**127 likely: fine for matching requests, not a cryptographic
+# commitment.
 _P = (1 << 127) - 1
 _B = 0x5BD1E9955BD1E9955BD1E9955BD1E995 % _P
 _DIGESTS: dict[int, tuple[object, int]] = {}
 _DIGESTS_MAX = 50_000
+Fold = tuple[int, int]  # (R, B**len) of a message sequence
+EMPTY_FOLD: Fold = (0, 1)
 
 
 def _wire_text(message: Message) -> str:
-    # What the model sees of a message, as one string (faster than JSON for the common case).
-    calls = getattr(message, "tool_calls", ())
-    parts = [
-        message.role,
-        "" if getattr(message, "content", None) is None else "=" + str(message.content),
-        getattr(message, "tool_call_id", "") or "",
-        getattr(message, "name", "") or "",
-        _canonical([c.to_openai() for c in calls]) if calls else "",
-    ]
-    return "\x1f".join(parts)
+    # What the model sees of a message, as one string. Fields are read from the instance
+    # dict: a missing attribute on a pydantic model costs an exception.
+    fields = message.__dict__
+    content = fields.get("content")
+    calls = fields.get("tool_calls") or ()
+    return "\x1f".join(
+        (
+            fields["role"],
+            "" if content is None else "=" + str(content),
+            fields.get("tool_call_id") or "",
+            fields.get("name") or "",
+            _canonical([c.to_openai() for c in calls]) if calls else "",
+        )
+    )
 
 
 def message_digest(message: Message) -> int:
@@ -120,17 +130,18 @@ def message_digest(message: Message) -> int:
     return value
 
 
-def fold(messages: Sequence[Message], start: int = 0) -> int:
-    """The polynomial hash of ``messages``, continuing from ``start`` (a previous fold)."""
-    value = start
+def fold(messages: Sequence[Message], start: Fold = EMPTY_FOLD) -> Fold:
+    """The fold of ``start``'s messages followed by ``messages``."""
+    value, power = start
     for message in messages:
-        value = (value * _B + message_digest(message)) % _P
-    return value
+        value = (value + power * message_digest(message)) % _P
+        power = power * _B % _P
+    return value, power
 
 
-def join_folds(head: int, tail: int, tail_length: int) -> int:
+def join_folds(head: Fold, tail: Fold) -> Fold:
     """The fold of ``head + tail`` from the folds of both parts."""
-    return (head * pow(_B, tail_length, _P) + tail) % _P
+    return (head[0] + head[1] * tail[0]) % _P, head[1] * tail[1] % _P
 
 
 _TOOLS: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
@@ -150,7 +161,7 @@ def _tools_text(tools: Sequence[ToolSpec]) -> str:
 
 
 def finish_hash(
-    folded: int,
+    folded: Fold,
     count: int,
     tools: Sequence[ToolSpec],
     model: str,
@@ -158,7 +169,7 @@ def finish_hash(
 ) -> str:
     """The request hash from the fold of its ``count`` messages, its tools, model and params."""
     body = _canonical(params) if params else "{}"
-    text = f"{folded:032x}:{count}:{_tools_text(tools)}:{json.dumps(model)}:{body}"
+    text = f"{folded[0]:032x}:{count}:{_tools_text(tools)}:{len(model)}:{model}:{body}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
