@@ -78,7 +78,6 @@ class SessionManager(DispatchOperations, ApprovalManagement, CallOperations):
         self._live: dict[str, AgentSession] = {}
         self._map_lock = threading.Lock()
         self._listeners: list[Callable[[ManagerEvent], None]] = []
-        self.add_listener(log_event)  # structured logging of the key operations
         for agent in agents:
             self.register_agent(agent)
 
@@ -106,6 +105,7 @@ class SessionManager(DispatchOperations, ApprovalManagement, CallOperations):
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""
         event = ManagerEvent(kind=kind, session_id=session_id, **fields)
+        log_event(event)  # structured logging of the key operations (engine/oplog.py)
         for listener in list(self._listeners):
             try:
                 listener(event)

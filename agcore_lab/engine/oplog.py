@@ -45,7 +45,7 @@ def log_op(op: str, message: str, *, level: int = logging.INFO, **ids: Any) -> N
 
 
 def log_event(event: ManagerEvent) -> None:
-    """A manager listener that logs each event (installed by every ``SessionManager``)."""
+    """Log one manager event (``SessionManager.emit`` calls it for every event)."""
     level, message = _EVENTS.get(event.kind, (logging.INFO, event.kind))
     log_op(
         event.kind,

@@ -108,3 +108,9 @@ def test_bad_input_is_one_line(
     assert err.strip() == "agcore: --last must be a positive number of calls"
     err = line(ip, "calls ses_missing").stderr
     assert err.startswith("agcore: no such session")
+
+
+def test_help_lists_the_call_commands(ip: Any, ns: dict[str, Any]) -> None:
+    out = line(ip, "help").stdout
+    assert "%agcore calls [SESSION] [--last N] [--inspect]" in out
+    assert "%agcore prompt CALL_ID" in out
