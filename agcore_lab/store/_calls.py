@@ -27,6 +27,7 @@ bytes.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import hashlib
 import json
@@ -101,7 +102,9 @@ def _micros(moment: datetime) -> int:
 
 
 def _put_blob(conn: sqlite3.Connection, body: str) -> str:
-    digest = hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
+    # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
+    raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
+    digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
     return digest
 
