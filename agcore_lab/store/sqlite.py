@@ -35,8 +35,8 @@ from agcore_lab.store._calls import (
     delete_calls_of_checkpoints,
     delete_session_calls,
     insert_calls,
-    read_calls,
 )
+from agcore_lab.store._calls_read import read_calls
 from agcore_lab.store._chains import (
     delete_session_chains,
     follow_renamed,
