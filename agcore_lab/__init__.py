@@ -27,6 +27,7 @@ from agcore_lab.agent import (
     diff_slots,
 )
 from agcore_lab.agent.approval import Approve, Reject
+from agcore_lab.agent.recording import redact_tool_results
 from agcore_lab.engine import (
     AgentNotFoundError,
     Checkpointer,
@@ -47,6 +48,7 @@ from agcore_lab.engine import (
     SubTaskError,
     SubTaskResult,
 )
+from agcore_lab.engine.calls import CallNotFoundError
 from agcore_lab.errors import (
     AgcoreError,
     ConflictError,
@@ -81,6 +83,8 @@ from agcore_lab.llm import (
     Usage,
     UserMessage,
 )
+from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.replay import ReplayMissError, ReplayModel
 from agcore_lab.store import CkptMeta, SqliteStore, Store
 from agcore_lab.store._approvals import RunNotFoundError
 from agcore_lab.store.open import open_store
@@ -168,6 +172,7 @@ __all__ = [
     "AgentSession",
     "Approve",
     "AssistantMessage",
+    "CallNotFoundError",
     "ChatModel",
     "ChatResponse",
     "CheckpointNotFoundError",
@@ -201,6 +206,7 @@ __all__ = [
     "MergeStrategy",
     "Message",
     "MockEmbedding",
+    "ModelCall",
     "ModelError",
     "ModelPrice",
     "NotFoundError",
@@ -213,6 +219,8 @@ __all__ = [
     "RecursiveCharacterSplitter",
     "Reject",
     "RelationDirection",
+    "ReplayMissError",
+    "ReplayModel",
     "RetrievalItem",
     "RetrievalResult",
     "RetrievalStrategy",
@@ -263,6 +271,7 @@ __all__ = [
     "from_triples",
     "load_ipython_extension",
     "open_store",
+    "redact_tool_results",
     "search_memory_tool",
 ]
 

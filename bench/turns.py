@@ -8,6 +8,14 @@ The whole session is run ``--repeats`` times (3 by default), each on a fresh fil
 turn number the fastest of the repeats is kept before taking medians, which filters out noise
 from other processes on a small machine. Single-run figures are printed too.
 
+Then the cost of recording model calls (``ModelCall`` records, issue 15): the same session is
+run with recording on and with it off (``Agent(record_calls=False)``), alternating, in the same
+process, ``--repeats`` times each; for each turn number the fastest of the repeats is kept and
+the medians over all turns are compared. Target: recording adds < 5% to a turn; off, nothing is
+recorded (no rows, no recorder). It also prints the bytes the call log adds per call (the
+``model_calls`` and ``call_blobs`` tables, from ``dbstat``): all the messages of these calls
+are in the chains already, so this is the whole overhead beyond new content (goal < 200 B).
+
 Run: python bench/turns.py [--turns 1000] [--repeats 3]
 """
 
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -40,8 +49,10 @@ def _script(messages: object) -> str | ToolCall:
     return f"answer {count}"
 
 
-async def run(turns: int, db: Path) -> list[float]:
-    agent = Agent(name="bench", model=ScriptedModel(_script), tools=[lookup])
+async def run(turns: int, db: Path, *, record_calls: bool = True) -> list[float]:
+    agent = Agent(
+        name="bench", model=ScriptedModel(_script), tools=[lookup], record_calls=record_calls
+    )
     session = AgentSession(agent, store=SqliteStore(db))
     durations = []
     for i in range(turns):
@@ -74,6 +85,55 @@ def main() -> None:
     early, late = _windows(best)
     print(f"median turn 10-60: {early * 1000:.3f} ms  median last 50 turns: {late * 1000:.3f} ms")
     print(f"ratio late/early: {late / early:.3f} (target < 1.5)")
+    recording(args.turns, args.repeats)
+
+
+def _table_bytes(db: Path) -> tuple[dict[str, int], dict[str, int], int]:
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT name, sum(pgsize), sum(payload) FROM dbstat GROUP BY name")
+        pages, payload = {}, {}
+        for name, size, used in rows:
+            pages[name], payload[name] = size, used
+        calls = conn.execute("SELECT count(*) FROM model_calls").fetchone()[0]
+    finally:
+        conn.close()
+    return pages, payload, calls
+
+
+def recording(turns: int, repeats: int) -> None:
+    """Turn time with and without recording model calls, in the same run."""
+    runs: dict[bool, list[list[float]]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(repeats):
+            for on in (False, True) if repeat % 2 == 0 else (True, False):
+                db = Path(tmp) / f"rec-{on}-{repeat}.db"
+                runs[on].append(asyncio.run(run(turns, db, record_calls=on)))
+        sizes, payload, calls = _table_bytes(Path(tmp) / f"rec-True-{repeats - 1}.db")
+        _, _, off_calls = _table_bytes(Path(tmp) / f"rec-False-{repeats - 1}.db")
+    medians = {
+        on: statistics.median([min(column) for column in zip(*runs[on], strict=True)])
+        for on in (True, False)
+    }
+    overhead = medians[True] / medians[False] - 1
+    verdict = "PASS" if overhead < 0.05 else "MISS"
+    print(
+        f"recording calls: median turn {medians[True] * 1000:.3f} ms on, "
+        f"{medians[False] * 1000:.3f} ms off: overhead {overhead * 100:+.1f}% "
+        f"(target < 5%) {verdict}"
+    )
+    tables = [
+        n for n in sizes if n in ("model_calls", "call_blobs") or n.startswith("model_calls_")
+    ]
+    log_bytes = sum(sizes[n] for n in tables)
+    row_bytes = sum(payload[n] for n in tables)
+    per_call, per_row = log_bytes / max(calls, 1), row_bytes / max(calls, 1)
+    print(
+        f"call log: {calls} calls; {per_row:.0f} B of row payload per call "
+        f"({'PASS' if per_row < 200 else 'MISS'}), {per_call:.0f} B of database pages per call "
+        f"({'PASS' if per_call < 200 else 'MISS'}), beyond the messages (goal < 200 B); "
+        f"recording off: {off_calls} calls stored {'PASS' if off_calls == 0 else 'MISS'}"
+    )
 
 
 def _windows(durations: list[float]) -> tuple[float, float]:

@@ -32,6 +32,8 @@ class Agent:
         max_tool_rounds: Rounds of tool calls allowed in one turn before it stops with
             :class:`~agcore_lab.errors.MaxToolRoundsError`.
         summary_config: Turn on automatic conversation summaries.
+        record_calls: Record every model request of this agent's sessions as a
+            :class:`~agcore_lab.llm.call_record.ModelCall` (on by default).
 
     Example:
         >>> def add(a: int, b: int) -> int:
@@ -47,6 +49,7 @@ class Agent:
     tools: Sequence[Tool | Callable[..., Any]] = ()
     max_tool_rounds: int = 8
     summary_config: SummaryConfig | None = None
+    record_calls: bool = True
     tool_map: dict[str, Tool] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.usage import DEFAULT_PRICES, PriceTable
 from agcore_lab.store.base import Store
 
@@ -36,6 +37,12 @@ class RuntimeBundle:
             of every session using this bundle (after the turn was committed). A hook that
             raises is logged; the turn still succeeds.
         prices: The price table for cost tracking.
+        record_calls: Record every model request of these sessions (on by default).
+        call_redactor: Sees every model-call record before it is kept; returns the record to
+            keep (e.g. with tool results blanked, see
+            :func:`~agcore_lab.agent.recording.redact_tool_results`) or ``None`` to drop it.
+        call_listeners: Called with each model-call record as soon as the call ends (live
+            views, telemetry); a listener that raises is logged and skipped.
         lease_seconds: Lifetime of the leases a turn holds in the store (the session's turn
             lease, and the executor lease of an approved tool call). They are renewed every
             third of it while the work runs; a crashed holder's lease runs out after at most
@@ -45,6 +52,9 @@ class RuntimeBundle:
     store: Store = field(default_factory=_default_store)
     hooks: list[TurnHook] = field(default_factory=list)
     prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES.model_copy(deep=True))
+    record_calls: bool = True
+    call_redactor: Callable[[ModelCall], ModelCall | None] | None = None
+    call_listeners: list[Callable[[ModelCall], None]] = field(default_factory=list)
     lease_seconds: float = 10.0
 
     def __post_init__(self) -> None:

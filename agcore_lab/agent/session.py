@@ -35,6 +35,7 @@ from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
@@ -335,6 +336,7 @@ class AgentSession(SessionViews, SlotOperations):
             raise InvalidInputError("a turn needs non-empty text", session_id=self.session_id)
         async with self._lock, self._leased(wait):
             draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
+            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
             steps.before_turn(draft, self.pending_tool_call(), self.session_id)
             async for event in run_turn(self.agent, draft, text, stream=stream):
                 yield event
@@ -366,6 +368,7 @@ class AgentSession(SessionViews, SlotOperations):
             links=draft.links,
             slots=[slot.to_record(self.session_id)],
             pending=pending,
+            calls=draft.calls,
         )
         # Written: now the live state may change.
         self.slots[slot.slot_id] = slot
@@ -499,6 +502,7 @@ class AgentSession(SessionViews, SlotOperations):
     async def _continue(self, call: PendingToolCall, answer: ToolMessage) -> TurnResult:
         self.pending_interrupt_id = None
         draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
+        draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
         try:
             async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
                 pass
@@ -527,7 +531,10 @@ class AgentSession(SessionViews, SlotOperations):
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
         slot = self.slot(slot_id)
         model = config.summary_model or self.agent.model
-        response = await request_summary(model, config, slot.messages, slot.summary_override)
+        recorder = recorder_for(self, slot, turn_index=self.turn_index, kind="summary")
+        response = await request_summary(
+            model, config, slot.messages, slot.summary_override, recorder=recorder
+        )
         text = (response.message.content or "").strip()
         if not text:
             raise InvalidInputError(
@@ -540,9 +547,14 @@ class AgentSession(SessionViews, SlotOperations):
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
             change="slot",
             slots=[draft.to_record(self.session_id)],
+            calls=recorder.calls if recorder is not None else (),
         )
         self.slots[slot_id], self.cost_tracker = draft, cost
         self.last_summary_turn = self.turn_index
+        logger.getChild("ops").info(
+            "summary written",
+            extra={"agcore_op": "summary", "session_id": self.session_id, "slot_id": slot_id},
+        )
         self.session_memory.set(
             SUMMARY_KEY,
             text,

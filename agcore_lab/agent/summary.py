@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,9 @@ from agcore_lab.llm.messages import (
     ToolMessage,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.recording import CallRecorder
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -123,6 +126,7 @@ async def request_summary(
     previous_summary: str | None = None,
     *,
     prompt: str | None = None,
+    recorder: CallRecorder | None = None,
 ) -> ChatResponse:
     """Ask ``model`` to summarize ``messages``; return its response (text and usage).
 
@@ -132,6 +136,7 @@ async def request_summary(
         messages: The conversation to summarize.
         previous_summary: An earlier summary the new one should build on.
         prompt: A system prompt other than ``config.summary_prompt``.
+        recorder: Records the request as a model call (kind ``summary``).
     """
     transcript = render_transcript(
         messages,
@@ -144,4 +149,13 @@ async def request_summary(
         SystemMessage(content=prompt or config.summary_prompt),
         UserMessage(content=transcript),
     ]
-    return await model.complete(request)
+    if recorder is None:
+        return await model.complete(request)
+    probe = recorder.begin(model, request)
+    try:
+        response = await model.complete(request)
+    except BaseException as exc:
+        probe.fail(exc)
+        raise
+    probe.done(response)
+    return response

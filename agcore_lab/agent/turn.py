@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
@@ -24,6 +24,10 @@ from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMes
 from agcore_lab.llm.tools import run_tool_call
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import LinkRecord
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.recording import CallRecorder
+    from agcore_lab.llm.call_record import ModelCall
 
 __all__ = ["TurnDraft", "resume_turn", "run_turn"]
 
@@ -43,6 +47,12 @@ class TurnDraft:
     reply: str = ""
     status: Literal["completed", "max_tool_rounds", "interrupted"] = "completed"
     interrupt: tuple[ToolCall, list[ToolCall], float | None] | None = None
+    recorder: CallRecorder | None = None
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        """The model calls recorded in this turn (to store with its commit)."""
+        return self.recorder.calls if self.recorder is not None else []
 
     def add(self, message: Message) -> None:
         self.new_messages.append(message)
@@ -69,16 +79,35 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
     context = build_context(draft.slot, agent.system_prompt)
     tools = agent.tool_specs
     response: ChatResponse | None = None
-    if not stream:
-        response = await agent.model.complete(context, tools=tools)
-    else:
-        async for event in agent.model.stream(context, tools=tools):
-            if isinstance(event, ResponseDone):
-                response = event.response
-            else:
-                yield event
-        if response is None:
-            raise ModelProtocolError("the model's stream ended without a final response")
+    probe = None
+    if draft.recorder is not None:
+        probe = draft.recorder.begin(
+            agent.model,
+            context,
+            tools,
+            stream=stream,
+            slot=draft.slot,
+            system_prompt=agent.system_prompt,
+        )
+    try:
+        if not stream:
+            response = await agent.model.complete(context, tools=tools)
+        else:
+            async for event in agent.model.stream(context, tools=tools):
+                if isinstance(event, ResponseDone):
+                    response = event.response
+                else:
+                    if probe is not None:
+                        probe.piece()
+                    yield event
+            if response is None:
+                raise ModelProtocolError("the model's stream ended without a final response")
+    except BaseException as exc:
+        if probe is not None:
+            probe.fail(exc)
+        raise
+    if probe is not None:
+        probe.done(response)
     draft.record(response)
     draft.add(response.message)
 
@@ -88,8 +117,13 @@ async def run_turn(
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn's tool loop into ``draft``, yielding stream and tool events."""
     draft.add(UserMessage(content=text))
-    async for event in _loop(agent, draft, stream, rounds=0):
-        yield event
+    try:
+        async for event in _loop(agent, draft, stream, rounds=0):
+            yield event
+    except BaseException:
+        if draft.recorder is not None:
+            draft.recorder.abandon()  # the turn will not commit: store its calls now
+        raise
 
 
 async def resume_turn(
@@ -105,11 +139,16 @@ async def resume_turn(
     draft.add(answer)
     draft.tool_results.append(answer)
     yield ToolResultReady(message=answer)
-    async for event in _run_calls(agent, draft, remaining):
-        yield event
-    if draft.interrupt is None:
-        async for event in _loop(agent, draft, stream, rounds=1):
+    try:
+        async for event in _run_calls(agent, draft, remaining):
             yield event
+        if draft.interrupt is None:
+            async for event in _loop(agent, draft, stream, rounds=1):
+                yield event
+    except BaseException:
+        if draft.recorder is not None:
+            draft.recorder.abandon()
+        raise
 
 
 async def _run_calls(

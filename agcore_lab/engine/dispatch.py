@@ -41,6 +41,7 @@ from agcore_lab.engine.dispatch_types import (
     SubTaskError,
     SubTaskResult,
 )
+from agcore_lab.engine.oplog import log_op
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store.base import MemoryEntry, Store
@@ -147,6 +148,9 @@ class Dispatcher:
         """
         config = config or DispatchConfig()
         child = await self._spawn(parent_id, sub_agent, config)
+        log_op(
+            "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
+        )
         try:
             async with asyncio.timeout(config.timeout):
                 turn = await child.submit_turn(task)
@@ -157,6 +161,9 @@ class Dispatcher:
             raise
         except Exception as exc:
             raise self._failure(child, task, "failed", exc) from exc
+        log_op(
+            "dispatch_finished", "dispatch finished", child_id=child.session_id, status="completed"
+        )
         return self._result(child, task, turn.reply, turn.usage)
 
     def _mark(self, child: AgentSession, status: str) -> None:
@@ -174,6 +181,7 @@ class Dispatcher:
         exc: BaseException,
     ) -> SubTaskError:
         self._mark(child, status)
+        log_op("dispatch_finished", "dispatch finished", child_id=child.session_id, status=status)
         what = "timed out" if status == "timed_out" else f"failed: {exc!r}"
         return SubTaskError(
             f"sub-task {what}", child_id=child.session_id, task=task, status=status, error=exc

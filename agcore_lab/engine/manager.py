@@ -20,9 +20,11 @@ from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.approvals import Approvals
+from agcore_lab.engine.call_ops import CallOperations
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import Dispatcher
 from agcore_lab.engine.manager_api import ManagerFacades
+from agcore_lab.engine.oplog import log_event
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.errors import (
@@ -46,7 +48,7 @@ class AgentNotFoundError(NotFoundError):
     """404: no agent of that name is registered with the manager."""
 
 
-class SessionManager(ManagerFacades):
+class SessionManager(ManagerFacades, CallOperations):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:
@@ -178,6 +180,7 @@ class SessionManager(ManagerFacades):
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""
         event = ManagerEvent(kind=kind, session_id=session_id, **fields)
+        log_event(event)  # structured logging of the key operations (engine/oplog.py)
         for listener in list(self._listeners):
             try:
                 listener(event)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agcore_lab.jupyter.approval_panel import ApprovalPanel
+    from agcore_lab.jupyter.calls import CallInspector
     from agcore_lab.jupyter.chunk_inspector import ChunkInspector
     from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
     from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgcoreMagics",
     "ApprovalPanel",
+    "CallInspector",
     "CheckpointTimeline",
     "ChunkInspector",
     "DispatchMonitor",
@@ -47,6 +49,7 @@ __all__ = [
 _LAZY = {
     "AgcoreMagics": "magics",
     "ApprovalPanel": "approval_panel",
+    "CallInspector": "calls",
     "CheckpointTimeline": "timeline",
     "ChunkInspector": "chunk_inspector",
     "DispatchMonitor": "dispatch_monitor",

@@ -52,6 +52,7 @@ from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
 from agcore_lab.jupyter._approval_magics import ApprovalCommands
+from agcore_lab.jupyter._call_magics import CALLS_HELP, call_commands
 from agcore_lab.jupyter._magic_args import CommandError as _CommandError
 from agcore_lab.jupyter._magic_args import command as _command
 from agcore_lab.jupyter._magic_args import parse as _parse
@@ -99,6 +100,7 @@ human approval of tool calls (each takes --manager VAR; ID is an interrupt id, i
   %agcore reject ID   do not run the tool; the model sees the reason [--reason TEXT]
 
   %agcore help        this list"""
+HELP += "\n\n" + CALLS_HELP.rstrip()  # the model-call commands (see ._call_magics)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -214,6 +216,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
             "graph": self._graph,
             "serve": self._serve,
             "help": self._help,
+            **call_commands(self),
         }
         try:
             handler = handlers.get(command)

@@ -35,6 +35,7 @@ from agcore_lab.llm.base import (
     ResponseDone,
     ToolSpec,
 )
+from agcore_lab.llm.call_record import note_retry
 from agcore_lab.llm.messages import Message, messages_to_openai
 from agcore_lab.llm.openai_wire import StreamState, load_chunk, parse_completion
 from agcore_lab.llm.retry import RETRY_STATUSES, backoff_delay
@@ -134,6 +135,11 @@ class OpenAIChatModel:
     def model_name(self) -> str:
         """The model name sent to the server."""
         return self._model
+
+    @property
+    def request_params(self) -> dict[str, Any]:
+        """The parameters merged into every request body (``extra_body``), for call records."""
+        return dict(self._extra_body)
 
     @property
     def base_url(self) -> str:
@@ -301,6 +307,7 @@ class OpenAIChatModel:
 
     async def _backoff(self, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
         delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, headers)
+        note_retry()  # the call record counts it
         logger.info(
             "%s: %s; retry %d of %d in %.2fs",
             self._display_url,

@@ -19,6 +19,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store.pending import PendingToolCall
@@ -234,10 +235,12 @@ class Store(Protocol):
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
+        calls: Sequence[ModelCall] = (),
     ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
-        links, upserted slots, a new pending tool call, and the session record — only if the
-        store still holds ``session.version`` and no other holder's turn lease is live.
+        links, upserted slots, a new pending tool call, the model calls that made the change,
+        and the session record — only if the store still holds ``session.version`` and no other
+        holder's turn lease is live.
 
         Returns:
             The new version (``session.version + 1``).
@@ -393,6 +396,29 @@ class Store(Protocol):
             RunNotFoundError: Unknown interrupt (404).
             ConflictError: Run mismatch, or not in ``from_status`` any more (409).
             GoneError: Past its expiry; it is moved to EXPIRED first (410).
+        """
+        ...
+
+    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
+        """Store model-call records in a write of their own (calls of a failed turn, of a
+        summary); ids stored already are skipped."""
+        ...
+
+    def list_calls(
+        self,
+        session_id: str | None = None,
+        *,
+        call_id: str | None = None,
+        turn_index: int | None = None,
+        last: int | None = None,
+    ) -> list[ModelCall]:
+        """Model calls of a session (or all; or one ``call_id``; or one turn), oldest first;
+        only the newest ``last`` when given. Each call's request is rebuilt from the stored
+        chains, and ``abandoned`` says whether a rollback left its branch.
+
+        Checkpoint links: ``put_checkpoint`` links the session's calls not linked yet to the
+        new checkpoint (``ModelCall.ckpt_id``); ``delete_checkpoints`` deletes the calls
+        linked to the checkpoints it deletes; ``delete_session`` deletes all of them.
         """
         ...
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
 from agcore_lab.store._approvals import APPROVAL_SCHEMA
+from agcore_lab.store._calls import CALL_SCHEMA
 from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
 from agcore_lab.store._graph import GRAPH_SCHEMA
 from agcore_lab.store._vectors import VECTOR_SCHEMA
@@ -153,6 +154,10 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m008_model_calls(conn: sqlite3.Connection) -> None:
+    _run(conn, CALL_SCHEMA)
+
+
 def _m009_vector_blocks(conn: sqlite3.Connection) -> None:
     _vector_blocks(conn)
 
@@ -164,6 +169,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_vectors,
     _m005_graph,
     _m006_shared_sessions,
+    _m008_model_calls,
     _m009_vector_blocks,
 ]
 

@@ -22,6 +22,7 @@ from pydantic import JsonValue
 
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._approvals import (
     decide_pending,
@@ -31,6 +32,12 @@ from agcore_lab.store._approvals import (
     renew_execution,
     restore_pending,
 )
+from agcore_lab.store._calls import (
+    delete_calls_of_checkpoints,
+    delete_session_calls,
+    insert_calls,
+)
+from agcore_lab.store._calls_read import read_calls
 from agcore_lab.store._chains import (
     delete_session_chains,
     follow_renamed,
@@ -263,6 +270,7 @@ class SqliteStore:
             delete_session_chains(conn, session_id)
             for table in ("slots", "memory_log", "checkpoints"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            delete_session_calls(conn, session_id)
             log_change(conn, session_id, "destroyed", self._origin)
             return True
 
@@ -318,13 +326,16 @@ class SqliteStore:
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
+        calls: Sequence[ModelCall] = (),
     ) -> int:
-        """Write messages, links, slots, a pending call and the session record in one
-        transaction, if the store still holds ``session.version``; return the new version."""
+        """Write messages, links, slots, a pending call, model-call records and the session
+        record in one transaction, if the store still holds ``session.version``; return the
+        new version."""
         sid = session.session_id
         with self._write() as conn:
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
             renamed = insert_chain(conn, sid, messages, links)
+            insert_calls(conn, calls)
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
@@ -375,6 +386,7 @@ class SqliteStore:
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""
         with self._write() as conn:
+            delete_calls_of_checkpoints(conn, session_id, ckpt_ids)
             return delete_checkpoints(conn, session_id, ckpt_ids)
 
     def restore_checkpoint(
@@ -487,6 +499,38 @@ class SqliteStore:
         """Extend the executor lease of an approved call; ``False`` if it is not ours now."""
         with self._write() as conn:
             return renew_execution(conn, interrupt_id, executor, utcnow() + timedelta(seconds=ttl))
+
+    # -- model calls --------------------------------------------------------------------------
+
+    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
+        """Store model-call records in a write of their own (failed turns, summaries)."""
+        if not calls:
+            return
+        with self._write() as conn:
+            insert_calls(conn, calls)
+
+    def list_calls(
+        self,
+        session_id: str | None = None,
+        *,
+        call_id: str | None = None,
+        turn_index: int | None = None,
+        last: int | None = None,
+    ) -> list[ModelCall]:
+        """Model calls (of one session, one turn, or one id), oldest first; the newest
+        ``last`` when given."""
+        conditions, params = ["1 = 1"], []
+        for column, value in (
+            ("session_id", session_id),
+            ("call_id", call_id),
+            ("turn_index", turn_index),
+        ):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                params.append(value)
+        where = " AND ".join(conditions)
+        with self.transaction(write=False) as conn:
+            return read_calls(conn, where, params, last=last)
 
     def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

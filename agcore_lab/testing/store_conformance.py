@@ -44,6 +44,11 @@ from agcore_lab.testing._support import (
     run_checks,
     session_record,
 )
+from agcore_lab.testing.call_checks import (
+    check_calls_follow_checkpoints,
+    check_calls_round_trip,
+    check_calls_written_on_their_own,
+)
 from agcore_lab.testing.checkpoint_checks import (
     check_checkpoint_round_trip,
     check_checkpoints_newest_first_and_delete,
@@ -328,6 +333,9 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_commit_updates_session,
         check_commit_unknown_session,
         check_chain_round_trip,
+        check_calls_round_trip,
+        check_calls_written_on_their_own,
+        check_calls_follow_checkpoints,
         check_fork_shares_prefix,
         check_message_stored_once,
         check_commit_is_atomic,

@@ -1,0 +1,400 @@
+"""Recording model calls: a ``CallRecorder`` per turn (or summary) collects ``ModelCall``s.
+
+The hook is small on purpose: the one place a turn sends a request (``agent/turn.py``
+``_ask``) and the one place a summary is asked for (``agent/summary.py``) call
+:meth:`CallRecorder.begin` and then :meth:`CallProbe.done` or :meth:`CallProbe.fail`. The
+recorder keeps the calls in memory; the session stores them in the same transaction as the
+turn's commit (``Store.commit(calls=...)``). The calls of a turn that fails or is cancelled are
+stored in a write of their own (:meth:`CallRecorder.abandon`), with their error.
+
+Storage cost: a call's history is not copied — the recorder notes the chain node the request's
+history window ends at and how many messages it covers; only messages outside the stored
+chains (system prompt, injected summary, messages of a turn that was never committed) are
+stored by content, once each.
+
+Recording is on by default. ``Agent(record_calls=False)`` or
+``RuntimeBundle(record_calls=False)`` (a manager's bundle: ``manager.record_calls = False``)
+turns it off: then no recorder exists and a turn does no extra work. A redactor
+(``RuntimeBundle(call_redactor=fn)``) sees every call before it is kept and returns the call to
+keep (e.g. ``call.model_copy(update=...)``, see :func:`redact_tool_results`) or ``None`` to
+drop it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+from pydantic import JsonValue
+
+from agcore_lab.ids import new_id, utcnow
+from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
+from agcore_lab.llm.call_record import (
+    RETRIES,
+    CallKind,
+    Fold,
+    ModelCall,
+    construct_call,
+    finish_hash,
+    fold,
+    join_folds,
+)
+from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
+from agcore_lab.llm.replay import REPLAYED_KEY
+from agcore_lab.llm.usage import PriceTable
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.agent import Agent
+    from agcore_lab.agent.bundle import RuntimeBundle
+    from agcore_lab.agent.slots import ContextSlot
+    from agcore_lab.store.base import Store
+
+
+class _Recording(Protocol):
+    session_id: str
+    agent: Agent
+    bundle: RuntimeBundle
+
+
+__all__ = [
+    "CallListener",
+    "CallProbe",
+    "CallRecorder",
+    "CallRedactor",
+    "recorder_for",
+    "redact_tool_results",
+]
+
+logger = logging.getLogger("agcore_lab")
+
+CallRedactor: TypeAlias = Callable[[ModelCall], ModelCall | None]
+CallListener: TypeAlias = Callable[[ModelCall], None]
+
+
+def redact_tool_results(call: ModelCall, replacement: str = "[redacted]") -> ModelCall:
+    """A redactor that keeps every tool result out of the stored request.
+
+    Example:
+        >>> from agcore_lab import RuntimeBundle
+        >>> bundle = RuntimeBundle(call_redactor=redact_tool_results)
+    """
+    messages = [
+        m.model_copy(update={"content": replacement}) if isinstance(m, ToolMessage) else m
+        for m in call.request_messages
+    ]
+    return call.model_copy(update={"request_messages": messages})
+
+
+def model_params(model: ChatModel) -> dict[str, JsonValue]:
+    """The request parameters a model sends (``request_params`` when it has them)."""
+    params = getattr(model, "request_params", None)
+    return dict(params) if isinstance(params, dict) else {}
+
+
+def _tail_length(context: Sequence[Message], slot: ContextSlot) -> int:
+    """How many messages at the end of ``context`` are the last messages of ``slot``."""
+    from agcore_lab.agent.slots import SlotMode, _window_start
+
+    history = slot.messages
+    start = 0 if slot.mode is SlotMode.Full else _window_start(history, slot.recent_window)
+    count = len(history) - start
+    if count and len(context) >= count and context[-count] is history[start]:
+        if context[-1] is history[-1]:
+            return count
+    count = 0  # the context was built some other way: compare message by message
+    while count < min(len(context), len(history)) and context[-1 - count] is history[-1 - count]:
+        count += 1
+    return count
+
+
+# The fold (see :func:`agcore_lab.llm.call_record.fold`) of a slot's history at a chain node,
+# so each request hashes only what it adds: node id -> (fold, length, last message).
+_FOLDS: dict[str, tuple[Fold, int, Message]] = {}
+_LAST_HEAD: dict[tuple[str, str], str] = {}
+_FOLDS_MAX = 20_000
+
+
+def _history_fold(session_id: str, slot: ContextSlot) -> Fold:
+    history, head = slot.messages, slot.head_node_id
+    count = len(history)
+    entry = _FOLDS.get(head) if head is not None else None
+    if entry is not None and entry[1] == count and count and entry[2] is history[-1]:
+        return entry[0]
+    last = _LAST_HEAD.get((session_id, slot.slot_id))
+    before = _FOLDS.get(last) if last is not None else None
+    if before is not None and 0 < before[1] <= count and history[before[1] - 1] is before[2]:
+        value = fold(history[before[1] :], before[0])  # the history grew since: add the rest
+    else:
+        value = fold(history)
+    if head is not None and count:
+        if len(_FOLDS) >= _FOLDS_MAX:
+            _FOLDS.clear()
+            _LAST_HEAD.clear()
+        _FOLDS[head] = (value, count, history[-1])
+        _LAST_HEAD[(session_id, slot.slot_id)] = head
+    return value
+
+
+def _request_hash(
+    session_id: str,
+    context: Sequence[Message],
+    tail: int,
+    slot: ContextSlot | None,
+    tools: Sequence[ToolSpec],
+    model: str,
+    params: dict[str, JsonValue],
+) -> str:
+    """:func:`~agcore_lab.llm.call_record.request_hash`, without re-reading the history."""
+    head = len(context) - tail
+    if slot is not None and tail and tail == len(slot.messages):
+        tail_fold = _history_fold(session_id, slot)
+    else:
+        tail_fold = fold(context[head:])
+    folded = join_folds(fold(context[:head]), tail_fold) if head else tail_fold
+    return finish_hash(folded, len(context), tools, model, params)
+
+
+def _injected(
+    context: Sequence[Message], head: int, system_prompt: str, slot: ContextSlot | None
+) -> dict[int, str]:
+    from agcore_lab.agent.slots import SUMMARY_HEADER
+
+    pinned = set(slot.pinned_ids) if slot is not None else set()
+    labels: dict[int, str] = {}
+    for index, message in enumerate(context[:head]):
+        if isinstance(message, SystemMessage) and index == 0 and message.content == system_prompt:
+            labels[index] = "system_prompt"
+        elif isinstance(message, SystemMessage) and message.content.startswith(SUMMARY_HEADER):
+            labels[index] = "summary"
+        elif message.id in pinned:
+            labels[index] = "pinned"
+        else:
+            labels[index] = "injected"
+    return labels
+
+
+class CallProbe:
+    """One request in flight; made by :meth:`CallRecorder.begin`."""
+
+    def __init__(
+        self,
+        recorder: CallRecorder,
+        model: ChatModel,
+        context: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        stream: bool,
+        slot: ContextSlot | None,
+        system_prompt: str,
+    ) -> None:
+        self._recorder = recorder
+        self._started = time.perf_counter()
+        self._first: float | None = None
+        # build_context makes a new list per request: keep it (no copy of the history).
+        self._context = context if isinstance(context, list) else list(context)
+        self._slot_len = len(slot.messages) if slot is not None else 0
+        tail = _tail_length(context, slot) if slot is not None else 0
+        self._tail = tail
+        self._anchor = slot.head_node_id if slot is not None else recorder.base_head
+        params = model_params(model)
+        head = len(context) - tail
+        window_start = self._slot_len - tail if slot is not None and tail else 0
+        self._fields = {
+            "call_id": new_id("call"),
+            "session_id": recorder.session_id,
+            "slot_id": recorder.slot_id,
+            "turn_index": recorder.turn_index,
+            "kind": recorder.kind,
+            "model": model.model_name,
+            "params": params,
+            "request_messages": self._context,
+            "tools": list(tools),
+            "injected": _injected(context, head, system_prompt, slot),
+            "window_start": window_start,
+            "started_at": utcnow(),
+            "streamed": stream,
+            "request_hash": _request_hash(
+                recorder.session_id, context, tail, slot, tools, model.model_name, params
+            ),
+        }
+
+        self._retries = [0]
+        RETRIES.set(self._retries)  # HTTP backends count their retries here
+
+    def piece(self) -> None:
+        """A streamed piece arrived (the first one sets the time to first token)."""
+        if self._first is None:
+            self._first = time.perf_counter()
+
+    def _elapsed(self) -> tuple[float, float | None]:
+        now = time.perf_counter()
+        ttft = self._first - self._started if self._first is not None else None
+        return now - self._started, ttft
+
+    def done(self, response: ChatResponse) -> None:
+        """The answer came: keep the call."""
+        latency, ttft = self._elapsed()
+        # Built without validation: every field comes from typed engine objects, and the
+        # request may hold the whole history.
+        call = construct_call(
+            {
+                **self._fields,
+                "response": response.message,
+                "finish_reason": response.finish_reason,
+                "usage": response.usage,
+                "cost": self._recorder.prices.cost(response.model, response.usage),
+                "latency_s": latency,
+                "ttft_s": ttft,
+                "retries": self._retries[0],
+                "replayed": REPLAYED_KEY in response.message.metadata,
+            }
+        )
+        # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
+        self._recorder.keep(call, self, response_in_chain=self._recorder.kind == "turn")
+
+    def fail(self, exc: BaseException) -> None:
+        """The request failed (or was cancelled): keep the call with its error, and store the
+        recorder's calls at once (the turn will not commit them)."""
+        latency, ttft = self._elapsed()
+        kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
+        call = construct_call(
+            {
+                **self._fields,
+                "status": "error",
+                "error": f"{kind}: {exc}" if str(exc) else kind,
+                "latency_s": latency,
+                "ttft_s": ttft,
+                "retries": self._retries[0],
+            }
+        )
+        self._recorder.keep(call, self, response_in_chain=False)
+        self._recorder.abandon()
+
+
+class CallRecorder:
+    """Collects the model calls of one turn (or one summary) of a session.
+
+    Args:
+        store: Where :meth:`abandon` writes the calls of a failed turn.
+        session_id: The session.
+        slot: The slot the turn works on, as it is before the turn (stored state).
+        turn_index: The turn's number.
+        kind: ``turn`` or ``summary``.
+        prices: Prices for each call's cost.
+        redactor: Sees each call first; returns the call to keep or ``None``.
+        listeners: Called with each kept call (live views, telemetry).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        slot: ContextSlot,
+        *,
+        turn_index: int,
+        kind: CallKind = "turn",
+        prices: PriceTable | None = None,
+        redactor: CallRedactor | None = None,
+        listeners: Sequence[CallListener] = (),
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.slot_id = slot.slot_id
+        self.base_head = slot.head_node_id
+        self.base_len = len(slot.messages)
+        self.turn_index = turn_index
+        self.kind: CallKind = kind
+        self.prices = prices or PriceTable()
+        self.redactor = redactor
+        self.listeners = list(listeners)
+        self.calls: list[ModelCall] = []
+        self._probes: list[CallProbe] = []
+        self._written = False
+
+    def begin(
+        self,
+        model: ChatModel,
+        context: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        stream: bool = False,
+        slot: ContextSlot | None = None,
+        system_prompt: str = "",
+    ) -> CallProbe:
+        """A request is about to be sent; ``slot`` is the slot whose history it carries."""
+        return CallProbe(
+            self, model, context, tools, stream=stream, slot=slot, system_prompt=system_prompt
+        )
+
+    def keep(self, call: ModelCall, probe: CallProbe, *, response_in_chain: bool) -> None:
+        """Keep ``call`` (after the redactor), placed in the chains as ``probe`` saw it."""
+        kept = call
+        if self.redactor is not None:
+            try:
+                redacted = self.redactor(call)
+            except Exception:
+                logger.exception("call redactor failed; the call is not recorded")
+                return
+            if redacted is None:
+                return
+            kept = redacted
+        tail = probe._tail
+        if kept is not call:
+            # The history tail may be read from the chains only where the redactor left it.
+            for offset in range(tail):
+                if kept.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
+                    tail = offset
+                    break
+        kept._tail = (probe._anchor, tail) if probe._anchor else None
+        kept._response_stored = response_in_chain and kept.response is call.response
+        self.calls.append(kept)
+        self._probes.append(probe)
+        for listener in self.listeners:
+            try:
+                listener(kept)
+            except Exception:
+                logger.exception("model-call listener %r failed", listener)
+
+    def abandon(self) -> None:
+        """Store the calls now: their turn failed or was cancelled and will not commit.
+
+        Their history tails are cut back to what is stored (the messages the turn added are
+        kept by content instead), and their responses are kept by content.
+        """
+        if self._written or not self.calls:
+            return
+        self._written = True
+        fixed = []
+        for call, probe in zip(self.calls, self._probes, strict=True):
+            anchor, tail = call._tail if call._tail is not None else (None, 0)
+            added = max(0, probe._slot_len - self.base_len)
+            copy = call.model_copy()
+            copy._tail = (self.base_head, max(0, tail - added)) if self.base_head else None
+            copy._response_stored = False
+            fixed.append(copy)
+        try:
+            self.store.insert_calls(fixed)
+        except Exception:
+            logger.exception("could not store the calls of a failed turn in %s", self.session_id)
+
+
+def recorder_for(
+    session: _Recording, slot: ContextSlot, *, turn_index: int, kind: CallKind = "turn"
+) -> CallRecorder | None:
+    """A recorder for the next turn (or summary) of ``session``, or ``None`` when the agent
+    or the bundle has recording off."""
+    bundle = session.bundle
+    if not (bundle.record_calls and session.agent.record_calls):
+        return None
+    return CallRecorder(
+        bundle.store,
+        session.session_id,
+        slot,
+        turn_index=turn_index,
+        kind=kind,
+        prices=bundle.prices,
+        redactor=bundle.call_redactor,
+        listeners=bundle.call_listeners,
+    )

@@ -1,0 +1,286 @@
+"""Model-call records in SQLite: one lean row per call, messages shared with the chains.
+
+A ``model_calls`` row has flat, pandas-friendly columns (session, slot, turn, model, status,
+tokens, cost, start time, latency, time to first token, finish reason, request hash, the
+checkpoint it led to) and a compact ``parts_json`` that says how to rebuild the request:
+
+- ``t``: how many messages at the end of the request are the last messages of the chain
+  ending at ``anchor_node`` (the slot's history: stored once, read through the chain);
+- ``p``: hashes of the other request messages, in order (system prompt, injected summary,
+  pinned messages, or messages that were never committed), kept once each in ``call_blobs``
+  — the same system prompt sent 1,000 times is stored once;
+- ``T``: the hash of the tools offered (in ``call_blobs``);
+- ``r``: the hash of the response when it is not a stored message (summaries, failed turns);
+  otherwise ``response_id`` names it in ``messages``;
+- ``i``: one letter per request part the engine injected (``s`` system prompt, ``m``
+  summary, ``p`` pinned message, ``x`` other; ``-`` not injected).
+
+Rare fields (parameters, the Focused window start, retries, the error, streamed and replayed
+flags) go to ``detail_json`` only when set.
+
+The primary key is ``(session_id, call_id)``: a session's calls are one range scan, oldest
+first. The checkpoint a call led to is not written with it: it is the session's first
+checkpoint after the call (ids are time-ordered), found when reading; deleting checkpoints
+deletes the calls that led to them. Latencies are whole microseconds; the request hash is 16
+bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import JsonValue, TypeAdapter
+
+from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.messages import Message
+
+__all__ = [
+    "CALL_SCHEMA",
+    "checkpoint_ids",
+    "delete_calls_of_checkpoints",
+    "delete_session_calls",
+    "insert_calls",
+    "stamp",
+]
+
+CALL_SCHEMA = """
+CREATE TABLE model_calls (
+    session_id        TEXT NOT NULL,
+    call_id           TEXT NOT NULL,
+    slot_id           TEXT NOT NULL,
+    turn_index        INTEGER NOT NULL,
+    kind              TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd          REAL NOT NULL,
+    started_us        INTEGER NOT NULL,
+    latency_us        INTEGER NOT NULL,
+    ttft_us           INTEGER,
+    finish_reason     TEXT,
+    request_hash      BLOB NOT NULL,
+    anchor_node       TEXT,
+    response_id       TEXT,
+    parts_json        TEXT NOT NULL,
+    detail_json       TEXT,
+    PRIMARY KEY (session_id, call_id)
+) WITHOUT ROWID;
+CREATE TABLE call_blobs (
+    hash TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TOOLS = TypeAdapter(list[ToolSpec])
+_BLOB_ID = "blob_"
+_LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"}
+_LABELS = {letter: label for label, letter in _LETTERS.items()}
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _compact(value: Any) -> str:
+    return _ENCODER.encode(value)
+
+
+def _micros(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _put_blob(conn: sqlite3.Connection, body: str) -> str:
+    # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
+    raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
+    digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
+    return digest
+
+
+# Serialized blobs of objects sent again and again (the system prompt, the tools), by object:
+# id -> (the object, its body). Only the serializing is cached; every call still inserts.
+_BODIES: dict[int, tuple[object, str]] = {}
+
+
+def _body(value: object, make: Callable[[], str]) -> str:
+    cached = _BODIES.get(id(value))
+    if cached is not None and cached[0] is value:
+        return cached[1]
+    body = make()
+    if len(_BODIES) >= 5_000:
+        _BODIES.clear()
+    _BODIES[id(value)] = (value, body)
+    return body
+
+
+def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) -> str:
+    # Request parts are stored by content (no id or time), so an injected summary made anew
+    # for every call, or the system prompt of every session, is kept once.
+    if keep_id:
+        return _put_blob(conn, _compact(message.model_dump(mode="json")))
+    body = _body(
+        message, lambda: _compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
+    )
+    return _put_blob(conn, body)
+
+
+_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+
+
+def _tools_blob(conn: sqlite3.Connection, tools: Sequence[ToolSpec]) -> str:
+    key = tuple(id(t) for t in tools)
+    cached = _TOOL_BODIES.get(key)
+    if cached is None or not all(a is b for a, b in zip(cached[0], tools, strict=True)):
+        if len(_TOOL_BODIES) >= 1_000:
+            _TOOL_BODIES.clear()
+        cached = (tuple(tools), _TOOLS.dump_json(list(tools)).decode())
+        _TOOL_BODIES[key] = cached
+    return _put_blob(conn, cached[1])
+
+
+def _detail(call: ModelCall) -> str | None:
+    detail: dict[str, JsonValue] = {}
+    if call.params:
+        detail["params"] = call.params
+    if call.window_start:
+        detail["window_start"] = call.window_start
+    if call.retries:
+        detail["retries"] = call.retries
+    if call.error is not None:
+        detail["error"] = call.error
+    if call.streamed:
+        detail["streamed"] = True
+    if call.replayed:
+        detail["replayed"] = True
+    if call.usage.requests != 1:
+        detail["requests"] = call.usage.requests
+    return _compact(detail) if detail else None
+
+
+def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
+    anchor, tail = call._tail if call._tail is not None else (None, 0)
+    head = call.request_messages[: len(call.request_messages) - tail]
+    parts: dict[str, JsonValue] = {}
+    if head:
+        parts["p"] = [_message_blob(conn, m, keep_id=False) for m in head]
+    if call.injected:
+        # One letter per head part: what the engine injected there ("-": not injected).
+        parts["i"] = "".join(
+            _LETTERS.get(call.injected.get(i, ""), "-") for i in range(max(call.injected) + 1)
+        )
+    if tail:
+        parts["t"] = tail
+    if call.tools:
+        parts["T"] = _tools_blob(conn, call.tools)
+    response_id = None
+    if call.response is not None:
+        if call._response_stored:
+            response_id = call.response.id
+        else:
+            parts["r"] = _message_blob(conn, call.response, keep_id=True)
+    return (
+        call.session_id,
+        call.call_id,
+        call.slot_id,
+        call.turn_index,
+        call.kind,
+        call.model,
+        call.status,
+        call.usage.prompt_tokens,
+        call.usage.completion_tokens,
+        call.cost,
+        _micros(call.started_at),
+        round(call.latency_s * 1_000_000),
+        round(call.ttft_s * 1_000_000) if call.ttft_s is not None else None,
+        call.finish_reason,
+        bytes.fromhex(call.request_hash),
+        anchor,
+        response_id,
+        _compact(parts),
+        _detail(call),
+    )
+
+
+def insert_calls(conn: sqlite3.Connection, calls: Sequence[ModelCall]) -> None:
+    """Insert call records (an id stored already is skipped).
+
+    A call is anchored at the chain node its history tail ends at (or, with no tail, the
+    slot's head when it was made), so a rollback past that node marks it abandoned.
+    """
+    conn.executemany(
+        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [_row(conn, call) for call in calls],
+    )
+
+
+def stamp(some_id: str) -> str:
+    # Ids are "<prefix>_<time-ordered digits>": compare the digits across kinds of ids.
+    return some_id.split("_", 1)[-1]
+
+
+def checkpoint_ids(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, list[str]]:
+    """Each session's checkpoint ids, oldest first (to find the one a call led to)."""
+    found: dict[str, list[str]] = {}
+    for session_id in sorted(session_ids):
+        rows = conn.execute(
+            "SELECT ckpt_id FROM checkpoints WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        found[session_id] = sorted((r[0] for r in rows), key=stamp)
+    return found
+
+
+def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        DELETE FROM call_blobs WHERE hash NOT IN (
+            SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
+            UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
+            UNION SELECT json_extract(parts_json, '$.r') FROM model_calls)
+        """
+    )
+
+
+def delete_calls_of_checkpoints(
+    conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
+) -> int:
+    """Delete the calls that led to the given checkpoints (to any checkpoint for ``None``).
+
+    Run it before deleting the checkpoints: a call led to the first checkpoint after it.
+    Content blobs stay (they are shared and small) until their session is deleted.
+    """
+    ckpts = checkpoint_ids(conn, {session_id})[session_id]
+    if not ckpts:
+        return 0
+    doomed = set(ckpts) if ckpt_ids is None else set(ckpt_ids)
+    stamps = [stamp(c) for c in ckpts]
+    calls = [
+        r[0]
+        for r in conn.execute("SELECT call_id FROM model_calls WHERE session_id = ?", (session_id,))
+    ]
+    gone = []
+    for call_id in calls:
+        index = bisect.bisect_right(stamps, stamp(call_id))
+        if index < len(ckpts) and ckpts[index] in doomed:
+            gone.append(call_id)
+    conn.executemany(
+        "DELETE FROM model_calls WHERE session_id = ? AND call_id = ?",
+        [(session_id, call_id) for call_id in gone],
+    )
+    return len(gone)
+
+
+def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete every call of a session (and the blobs no other call uses)."""
+    if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
+        _drop_orphan_blobs(conn)

@@ -1,0 +1,200 @@
+"""Reading model-call records back from SQLite (see :mod:`agcore_lab.store._calls`).
+
+A call's request is rebuilt from its parts: messages kept by content in ``call_blobs``, then
+the last messages of the chain ending at its anchor node. Chains are read once for many
+calls along the same history (:class:`_Chains`); whether a call is on an abandoned branch is
+whether its anchor is on a chain one of its session's slots ends in now; the checkpoint it led
+to is the session's first checkpoint after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from agcore_lab.llm.call_record import ModelCall, construct_call
+from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
+from agcore_lab.llm.usage import Usage
+from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, _TOOLS, checkpoint_ids, stamp
+from agcore_lab.store._chains import read_chain
+
+__all__ = ["read_calls"]
+
+
+def _next_checkpoint(ckpts: list[str], stamps: list[str], row: sqlite3.Row) -> str | None:
+    """The first checkpoint (of ``ckpts``, oldest first) made after the call of ``row``."""
+    index = bisect.bisect_right(stamps, stamp(row["call_id"]))
+    return ckpts[index] if index < len(ckpts) else None
+
+
+class _Chains:
+    """Loaded chains, so many calls along one history cost one chain read."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._chains: list[tuple[list[Message], list[str]]] = []
+        self._where: dict[str, tuple[int, int]] = {}
+
+    def _find(self, node_id: str) -> tuple[list[Message], list[str], int]:
+        found = self._where.get(node_id)
+        if found is None:
+            chain = read_chain(self._conn, node_id)
+            self._chains.append(([m for _, m in chain], [link.node_id for link, _ in chain]))
+            number = len(self._chains) - 1
+            for index, (link, _) in enumerate(chain):
+                self._where.setdefault(link.node_id, (number, index))
+            found = self._where.get(node_id, (number, len(chain) - 1))
+        messages, nodes = self._chains[found[0]]
+        return messages, nodes, found[1]
+
+    def ending_at(self, node_id: str) -> list[Message]:
+        messages, _, index = self._find(node_id)
+        return messages[: index + 1]
+
+    def nodes_of(self, head: str) -> set[str]:
+        _, nodes, index = self._find(head)
+        return set(nodes[: index + 1])
+
+
+def _blobs(conn: sqlite3.Connection, hashes: set[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    ordered = sorted(hashes)
+    for start in range(0, len(ordered), 500):
+        batch = ordered[start : start + 500]
+        rows = conn.execute(
+            f"SELECT hash, body FROM call_blobs WHERE hash IN ({','.join('?' * len(batch))})",
+            batch,
+        )
+        found.update((h, b) for h, b in rows)
+    return found
+
+
+def _responses(conn: sqlite3.Connection, ids: set[str]) -> dict[str, AssistantMessage]:
+    from agcore_lab.store._chains import _message
+
+    found: dict[str, AssistantMessage] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), 500):
+        batch = ordered[start : start + 500]
+        cursor = conn.execute(
+            f"SELECT * FROM messages WHERE message_id IN ({','.join('?' * len(batch))})", batch
+        )
+        cursor.row_factory = sqlite3.Row
+        for row in cursor.fetchall():
+            message = _message(row)
+            if isinstance(message, AssistantMessage):
+                found[message.id] = message
+    return found
+
+
+def _blob_message(body: str, digest: str, *, response: bool = False) -> Message:
+    data = json.loads(body)
+    if not response:
+        data.setdefault("id", _BLOB_ID + digest)
+        data.setdefault("created_at", _EPOCH.isoformat())
+    return MessageAdapter.validate_python(data)
+
+
+def read_calls(
+    conn: sqlite3.Connection,
+    where: str,
+    params: Sequence[Any],
+    *,
+    last: int | None = None,
+) -> list[ModelCall]:
+    """Calls matching ``where`` (SQL over ``model_calls``), oldest first; the newest ``last``."""
+    sql = f"SELECT * FROM model_calls WHERE {where} ORDER BY call_id DESC"
+    if last is not None:
+        sql += f" LIMIT {int(last)}"
+    cursor = conn.execute(sql, tuple(params))
+    cursor.row_factory = sqlite3.Row
+    rows = cursor.fetchall()  # newest first: the newest head loads the longest chain first
+    parts = [json.loads(r["parts_json"]) for r in rows]
+    hashes = {h for p in parts for h in [*p.get("p", []), p.get("T"), p.get("r")] if h}
+    blobs = _blobs(conn, hashes)
+    responses = _responses(conn, {r["response_id"] for r in rows if r["response_id"]})
+    chains = _Chains(conn)
+    sessions = {r["session_id"] for r in rows}
+    live = _live_nodes(conn, chains, sessions)
+    ckpts = {
+        sid: (ids, [stamp(c) for c in ids]) for sid, ids in checkpoint_ids(conn, sessions).items()
+    }
+    calls = [
+        _call(r, p, blobs, responses, chains, live, _next_checkpoint(*ckpts[r["session_id"]], r))
+        for r, p in zip(rows, parts, strict=True)
+    ]
+    calls.reverse()
+    return calls
+
+
+def _live_nodes(conn: sqlite3.Connection, chains: _Chains, sessions: set[str]) -> set[str]:
+    nodes: set[str] = set()
+    for session_id in sorted(sessions):
+        heads = conn.execute(
+            "SELECT head_node_id FROM slots WHERE session_id = ? AND head_node_id IS NOT NULL",
+            (session_id,),
+        ).fetchall()
+        for (head,) in heads:
+            nodes |= chains.nodes_of(head)
+    return nodes
+
+
+def _call(
+    row: sqlite3.Row,
+    parts: dict[str, Any],
+    blobs: dict[str, str],
+    responses: dict[str, AssistantMessage],
+    chains: _Chains,
+    live: set[str],
+    ckpt_id: str | None,
+) -> ModelCall:
+    request = [_blob_message(blobs[h], h) for h in parts.get("p", [])]
+    tail = int(parts.get("t", 0))
+    anchor = row["anchor_node"]
+    if tail and anchor:
+        request += chains.ending_at(anchor)[-tail:]
+    response: Message | None = None
+    if row["response_id"]:
+        response = responses.get(row["response_id"])
+    elif parts.get("r"):
+        response = _blob_message(blobs[parts["r"]], parts["r"], response=True)
+    detail = json.loads(row["detail_json"]) if row["detail_json"] else {}
+    tools = _TOOLS.validate_json(blobs[parts["T"]]) if parts.get("T") else []
+    return construct_call(
+        dict(
+            call_id=row["call_id"],
+            session_id=row["session_id"],
+            slot_id=row["slot_id"],
+            turn_index=row["turn_index"],
+            kind=row["kind"],
+            model=row["model"],
+            params=detail.get("params", {}),
+            request_messages=request,
+            tools=tools,
+            injected={i: _LABELS[c] for i, c in enumerate(parts.get("i", "")) if c in _LABELS},
+            window_start=detail.get("window_start", 0),
+            response=response if isinstance(response, AssistantMessage) else None,
+            finish_reason=row["finish_reason"],
+            usage=Usage(
+                prompt_tokens=row["prompt_tokens"],
+                completion_tokens=row["completion_tokens"],
+                requests=detail.get("requests", 1),
+            ),
+            cost=row["cost_usd"],
+            started_at=_EPOCH + timedelta(microseconds=row["started_us"]),
+            latency_s=row["latency_us"] / 1_000_000,
+            ttft_s=row["ttft_us"] / 1_000_000 if row["ttft_us"] is not None else None,
+            streamed=detail.get("streamed", False),
+            retries=detail.get("retries", 0),
+            status=row["status"],
+            error=detail.get("error"),
+            replayed=detail.get("replayed", False),
+            request_hash=bytes(row["request_hash"]).hex(),
+            ckpt_id=ckpt_id,
+            abandoned=anchor is not None and anchor not in live,
+        )
+    )
