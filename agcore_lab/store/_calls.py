@@ -240,15 +240,28 @@ def checkpoint_ids(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str,
     return found
 
 
+_ORPHAN_BLOBS = """
+DELETE FROM call_blobs WHERE hash NOT IN (
+    SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
+    UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
+        WHERE json_extract(parts_json, '$.T') IS NOT NULL
+    UNION SELECT json_extract(parts_json, '$.r') FROM model_calls
+        WHERE json_extract(parts_json, '$.r') IS NOT NULL)
+"""
+_ORPHAN_BLOBS_PG = """
+DELETE FROM call_blobs WHERE hash NOT IN (
+    SELECT p.value FROM model_calls c,
+        jsonb_array_elements_text(coalesce(c.parts_json::jsonb -> 'p', '[]'::jsonb)) p
+    UNION SELECT parts_json::jsonb ->> 'T' FROM model_calls
+        WHERE parts_json::jsonb ->> 'T' IS NOT NULL
+    UNION SELECT parts_json::jsonb ->> 'r' FROM model_calls
+        WHERE parts_json::jsonb ->> 'r' IS NOT NULL)
+"""
+
+
 def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        """
-        DELETE FROM call_blobs WHERE hash NOT IN (
-            SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
-            UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
-            UNION SELECT json_extract(parts_json, '$.r') FROM model_calls)
-        """
-    )
+    postgres = getattr(conn, "dialect", "sqlite") == "postgresql"
+    conn.execute(_ORPHAN_BLOBS_PG if postgres else _ORPHAN_BLOBS)
 
 
 def delete_calls_of_checkpoints(

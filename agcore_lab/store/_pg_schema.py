@@ -172,7 +172,38 @@ CREATE TRIGGER change_log_notify AFTER INSERT ON change_log
 """)
 
 
-PG_MIGRATIONS: list[Callable[[Any, str], None]] = [_m001_core, _m002_notify]
+def _m003_model_calls(conn: Any, channel: str) -> None:
+    conn.execute(f"""
+CREATE TABLE model_calls (
+    session_id        {_T} NOT NULL,
+    call_id           {_T} NOT NULL,
+    slot_id           {_T} NOT NULL,
+    turn_index        BIGINT NOT NULL,
+    kind              {_T} NOT NULL,
+    model             {_T} NOT NULL,
+    status            {_T} NOT NULL,
+    prompt_tokens     BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    cost_usd          DOUBLE PRECISION NOT NULL,
+    started_us        BIGINT NOT NULL,
+    latency_us        BIGINT NOT NULL,
+    ttft_us           BIGINT,
+    finish_reason     {_T},
+    request_hash      BYTEA NOT NULL,
+    anchor_node       {_T},
+    response_id       {_T},
+    parts_json        {_T} NOT NULL,
+    detail_json       {_T},
+    PRIMARY KEY (session_id, call_id)
+);
+CREATE TABLE call_blobs (
+    hash {_T} PRIMARY KEY,
+    body {_T} NOT NULL
+);
+""")
+
+
+PG_MIGRATIONS: list[Callable[[Any, str], None]] = [_m001_core, _m002_notify, _m003_model_calls]
 """The migrations in order; each gets the connection and the schema's notify channel."""
 
 

@@ -54,7 +54,7 @@ def test_load_agents_errors_say_what_is_wrong(agents_module: str, spec: str, say
         (["--no-auth", "--host", "0.0.0.0"], "only allowed on a loopback host"),
         (["--no-auth", "--token", "abcd"], "not both"),
         ([], "a token is required"),
-        (["--token", "abcd", "--store", "postgresql://db/x"], "no store backend"),
+        (["--token", "abcd", "--store", "mysql://db/x"], "no store backend"),
         (["--token", "abcd", "--agents", "nope"], "MODULE:ATTR"),
     ],
 )
