@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agcore_lab.aio import run_sync
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
-from agcore_lab.errors import InvalidInputError, NotFoundError
+from agcore_lab.errors import CheckpointNotFoundError, InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
 
 __all__ = ["CheckpointNotFoundError", "Checkpointer"]
-
-
-class CheckpointNotFoundError(NotFoundError):
-    """404: no such checkpoint (in that session)."""
 
 
 class Checkpointer:

@@ -22,7 +22,12 @@ from agcore_lab.engine.approvals import ApprovalManagement
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import DispatchOperations
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
-from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
+from agcore_lab.errors import (
+    AgentNotFoundError,
+    ConfigurationError,
+    InvalidInputError,
+    SessionNotFoundError,
+)
 from agcore_lab.store.base import SessionRecord, Store
 
 if TYPE_CHECKING:
@@ -31,10 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentNotFoundError", "SessionManager"]
 
 logger = logging.getLogger("agcore_lab")
-
-
-class AgentNotFoundError(NotFoundError):
-    """404: no agent of that name is registered with the manager."""
 
 
 class SessionManager(DispatchOperations, ApprovalManagement):
@@ -68,7 +69,7 @@ class SessionManager(DispatchOperations, ApprovalManagement):
         auto_checkpoint: bool = True,
     ) -> None:
         if bundle is not None and store is not None and bundle.store is not store:
-            raise InvalidInputError("give either store= or bundle=, not two different stores")
+            raise ConfigurationError("give either store= or bundle=, not two different stores")
         self.bundle = bundle or (RuntimeBundle(store=store) if store else RuntimeBundle())
         self.auto_checkpoint = auto_checkpoint
         self.agents: dict[str, Agent] = {}

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from agcore_lab.errors import NotFoundError
+from agcore_lab.errors import EntityNotFoundError
 
 __all__ = [
     "EntityNotFoundError",
@@ -26,10 +26,6 @@ __all__ = [
 
 RelationKey = tuple[str, str, str]
 """``(source, relation_type, target)``: what identifies a relation."""
-
-
-class EntityNotFoundError(NotFoundError):
-    """404: no entity with that id in the graph; ``entity_id`` names it."""
 
 
 class GraphEntity(BaseModel):

@@ -13,7 +13,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from agcore_lab.errors import ConflictError, GoneError, NotFoundError
+from agcore_lab.errors import ConflictError, GoneError, RunNotFoundError
 from agcore_lab.ids import new_id
 from agcore_lab.store.pending import TRANSITIONS, PendingToolCall
 
@@ -49,10 +49,6 @@ CREATE TABLE pending_calls (
 CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
 ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
 """
-
-
-class RunNotFoundError(NotFoundError):
-    """404: no such interrupted run or interrupt (in that session)."""
 
 
 def _dump(value: Any) -> str:
