@@ -34,6 +34,7 @@ from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg.knowledge_store import KnowledgeEntry, KnowledgeStore, SearchMode
 from agcore_lab.kg.types import RelationDirection, ScoredEntity
+from agcore_lab.rag._validate import check_k
 
 if TYPE_CHECKING:
     from agcore_lab.kg.base import KnowledgeGraph
@@ -196,8 +197,7 @@ class MemoryRetriever:
         Raises:
             InvalidInputError: ``k`` is negative, or ``GraphOnly`` without a graph.
         """
-        if k < 0:
-            raise InvalidInputError(f"k must be >= 0, got {k}")
+        k = check_k(k)
         ran = self._effective(RetrievalStrategy(strategy or self.strategy))
         channels = []
         if ran is not RetrievalStrategy.GraphOnly:

@@ -36,6 +36,7 @@ from typing import Literal, NamedTuple
 from pydantic import JsonValue
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._validate import check_count
 from agcore_lab.rag._walk import (
     Walk,
     walk_dropped,
@@ -105,10 +106,8 @@ class RecursiveCharacterSplitter:
         keep_separator: KeepSeparator = "end",
         strip_whitespace: bool = True,
     ) -> None:
-        if chunk_size <= 0:
-            raise InvalidInputError(f"chunk_size must be > 0, got {chunk_size}")
-        if chunk_overlap < 0:
-            raise InvalidInputError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
+        check_count(chunk_size, "chunk_size")
+        check_count(chunk_overlap, "chunk_overlap", minimum=0)
         if chunk_overlap > chunk_size:
             raise InvalidInputError(
                 f"chunk_overlap ({chunk_overlap}) must not exceed chunk_size ({chunk_size})"
