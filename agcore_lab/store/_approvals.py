@@ -20,6 +20,7 @@ from agcore_lab.store.pending import TRANSITIONS, PendingToolCall
 __all__ = [
     "APPROVAL_SCHEMA",
     "RunNotFoundError",
+    "as_expired",
     "decide_pending",
     "expire_overdue",
     "insert_pending",
@@ -115,6 +116,17 @@ def expire_overdue(conn: sqlite3.Connection, now: datetime) -> int:
         "WHERE status = 'PENDING_APPROVAL' AND expires_at IS NOT NULL AND expires_at <= ?1",
         (now.isoformat(),),
     ).rowcount
+
+
+def as_expired(calls: list[PendingToolCall], now: datetime) -> list[PendingToolCall]:
+    """The calls as a listing must report them: an undecided call past its expiry is
+    ``EXPIRED`` (for a store that cannot write the transition, such as a read-only file)."""
+    return [
+        c.model_copy(update={"status": "EXPIRED", "updated_at": now})
+        if c.status == "PENDING_APPROVAL" and c.expired(now)
+        else c
+        for c in calls
+    ]
 
 
 def decide_pending(

@@ -129,12 +129,19 @@ def _m005_graph(conn: sqlite3.Connection) -> None:
     _run(conn, GRAPH_SCHEMA)
 
 
+def _m007_hardening(conn: sqlite3.Connection) -> None:
+    # Checkpoints are looked up by id alone (rollback, fork, preview, export); the primary
+    # key starts with session_id, so without this index each lookup scans the table.
+    _run(conn, "CREATE INDEX IF NOT EXISTS checkpoints_ckpt_id ON checkpoints(ckpt_id)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
     _m003_approvals,
     _m004_vectors,
     _m005_graph,
+    _m007_hardening,
 ]
 
 

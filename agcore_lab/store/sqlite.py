@@ -9,6 +9,7 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,7 @@ from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._approvals import (
+    as_expired,
     decide_pending,
     expire_overdue,
     insert_pending,
@@ -50,6 +52,13 @@ from agcore_lab.store._memory import (
     latest_version,
     read_memory,
     write_memory,
+)
+from agcore_lab.store._sqlite_errors import (
+    check_path,
+    check_timeout,
+    decoding,
+    driver_error,
+    surrogate_error,
 )
 from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
@@ -78,7 +87,17 @@ class SqliteStore:
 
     Args:
         path: A file path (created with its schema on first use) or ``":memory:"``.
-        timeout: Seconds to wait for another process's write lock before failing.
+        timeout: Seconds to wait for another process's write lock before failing (>= 0).
+        read_only: Open an existing file without ever writing to it (``mode=ro``): loading,
+            listing and reading work; overdue pending calls are reported as ``EXPIRED``
+            without storing the transition; every write is a ``StorageError``.
+
+    Raises:
+        InvalidInputError: A path with a NUL character, or a negative / NaN ``timeout``.
+        StorageError: The file is not a database, or it (or its directory) cannot be made.
+
+    Text with lone surrogates (``"\\ud800"``) is refused with ``InvalidInputError`` on every
+    write: it is not valid Unicode, and SQLite stores UTF-8.
 
     Example:
         >>> store = SqliteStore(":memory:")
@@ -90,23 +109,43 @@ class SqliteStore:
         on one file (WAL journal, ``BEGIN IMMEDIATE`` writes, busy timeout).
     """
 
-    def __init__(self, path: str | Path = "agcore.db", *, timeout: float = 10.0) -> None:
-        self.path = str(path)
+    def __init__(
+        self, path: str | Path = "agcore.db", *, timeout: float = 10.0, read_only: bool = False
+    ) -> None:
+        self.path = check_path(path)
+        timeout = check_timeout(timeout)
         self._lock = threading.RLock()
+        memory = self.path == ":memory:"
+        # A file this process may not write (permissions) is opened read-only, not failed.
+        unwritable = not memory and Path(self.path).is_file() and not os.access(self.path, os.W_OK)
+        self.read_only = (bool(read_only) or unwritable) and not memory
         try:
-            if self.path != ":memory:":
+            if not memory and not self.read_only:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            target = Path(self.path).resolve().as_uri() + "?mode=ro" if self.read_only else None
             self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                target or self.path,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=target is not None,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if self.path != ":memory:":
+            if not memory and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
-            self.schema_version = apply_migrations(self._conn)
+            self.schema_version = (
+                self._conn.execute("PRAGMA user_version").fetchone()[0]
+                if self.read_only
+                else apply_migrations(self._conn)
+            )
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open SQLite store: {exc}", path=self.path) from exc
+            raise driver_error("cannot open SQLite store", exc, self.path) from exc
+        except OSError as exc:  # the parent directory cannot be created
+            raise StorageError(
+                f"cannot create the directory for the SQLite store: {exc}", path=self.path
+            ) from exc
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -119,15 +158,26 @@ class SqliteStore:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot start a write: {exc}", path=self.path) from exc
+                raise driver_error("cannot start a write", exc, self.path) from exc
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"write failed: {exc}", path=self.path) from exc
+                    raise driver_error("write failed", exc, self.path) from exc
+                if isinstance(exc, UnicodeEncodeError):
+                    raise surrogate_error(exc) from exc
                 raise
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): ROLLBACK would then
+        # fail with "no transaction is active" and hide the real error.
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -136,7 +186,9 @@ class SqliteStore:
                 cursor.row_factory = sqlite3.Row
                 return cursor.fetchall()
             except sqlite3.Error as exc:
-                raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                raise driver_error("read failed", exc, self.path) from exc
+            except UnicodeEncodeError as exc:
+                raise surrogate_error(exc) from exc
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -162,13 +214,15 @@ class SqliteStore:
             try:
                 self._conn.execute("BEGIN")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot start a read: {exc}", path=self.path) from exc
+                raise driver_error("cannot start a read", exc, self.path) from exc
             try:
                 yield self._conn
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                    raise driver_error("read failed", exc, self.path) from exc
+                if isinstance(exc, UnicodeEncodeError):
+                    raise surrogate_error(exc) from exc
                 raise
             self._conn.execute("COMMIT")
 
@@ -216,6 +270,11 @@ class SqliteStore:
 
     @staticmethod
     def _session_from(row: sqlite3.Row) -> SessionRecord:
+        with decoding("sessions", row["session_id"]):
+            return SqliteStore._decode_session(row)
+
+    @staticmethod
+    def _decode_session(row: sqlite3.Row) -> SessionRecord:
         return SessionRecord(
             session_id=row["session_id"],
             agent_name=row["agent_name"],
@@ -302,7 +361,9 @@ class SqliteStore:
 
     def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
-        return self._locked_read(lambda conn: read_chain(conn, head_node_id))
+        return self._locked_read(
+            lambda conn: read_chain(conn, head_node_id), "messages", head_node_id
+        )
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -322,11 +383,15 @@ class SqliteStore:
     ) -> list[CkptMeta]:
         """Checkpoints of one session (or all), newest first; at most ``limit`` of them."""
         where, params = ("session_id = ?", [session_id]) if session_id else ("1", [])
-        return self._locked_read(lambda conn: read_checkpoints(conn, where, params, limit))
+        return self._locked_read(
+            lambda conn: read_checkpoints(conn, where, params, limit), "checkpoints", session_id
+        )
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         """One checkpoint by id, or ``None``."""
-        found = self._locked_read(lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]))
+        found = self._locked_read(
+            lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]), "checkpoints", ckpt_id
+        )
         return found[0] if found else None
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
@@ -359,23 +424,35 @@ class SqliteStore:
         self, session_id: str | None = None, *, include_resolved: bool = False
     ) -> list[PendingToolCall]:
         """Calls awaiting approval (overdue ones expire first); all of them with
-        ``include_resolved``."""
-        with self._write() as conn:
-            expire_overdue(conn, utcnow())
-        conditions = ["1"] if include_resolved else ["status = 'PENDING_APPROVAL'"]
-        params: tuple[Any, ...] = ()
-        if session_id is not None:
-            conditions.append("session_id = ?")
-            params = (session_id,)
-        where = " AND ".join(conditions)
-        return self._locked_read(lambda conn: read_pending(conn, where, params))
+        ``include_resolved``. A read-only store reports overdue calls as ``EXPIRED`` without
+        writing."""
+        now = self._expire_overdue()
+        params: tuple[Any, ...] = () if session_id is None else (session_id,)
+        where = "1" if session_id is None else "session_id = ?"
+        calls = as_expired(
+            self._locked_read(
+                lambda conn: read_pending(conn, where, params), "pending_calls", session_id
+            ),
+            now,
+        )
+        return [c for c in calls if include_resolved or c.status == "PENDING_APPROVAL"]
 
     def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
-        """One pending-call record, or ``None``."""
+        """One pending-call record, or ``None`` (an overdue call is reported as expired)."""
+        now = self._expire_overdue()
         found = self._locked_read(
-            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,))
+            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,)),
+            "pending_calls",
+            interrupt_id,
         )
-        return found[0] if found else None
+        return as_expired(found, now)[0] if found else None
+
+    def _expire_overdue(self) -> datetime:
+        now = utcnow()
+        if not self.read_only:
+            with self._write() as conn:
+                expire_overdue(conn, now)
+        return now
 
     def decide_pending(
         self,
@@ -406,12 +483,17 @@ class SqliteStore:
         assert call is not None
         return call
 
-    def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
+    def _locked_read(
+        self, read: Callable[[sqlite3.Connection], T], table: str = "?", key: object = None
+    ) -> T:
         with self._lock:
             try:
-                return read(self._conn)
+                with decoding(table, key):
+                    return read(self._conn)
             except sqlite3.Error as exc:
-                raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                raise driver_error("read failed", exc, self.path) from exc
+            except UnicodeEncodeError as exc:
+                raise surrogate_error(exc) from exc
 
     # -- memory -----------------------------------------------------------------------------
 
@@ -437,7 +519,9 @@ class SqliteStore:
         self, session_id: str, *, at_version: int | None = None
     ) -> list[MemoryEntry]:
         """Live entries sorted by key; as they were at ``at_version`` when given."""
-        return self._locked_read(lambda conn: read_memory(conn, session_id, at_version))
+        return self._locked_read(
+            lambda conn: read_memory(conn, session_id, at_version), "memory_log", session_id
+        )
 
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""
