@@ -187,13 +187,27 @@ def test_a_version_5_file_opens_migrates_and_keeps_its_data(tmp_path: Path) -> N
         raw.execute(f"PRAGMA user_version = {number}")
     raw.execute("COMMIT")
     raw.close()
+    assert SqliteStore(path).schema_version == len(MIGRATIONS)  # an empty old file migrates
+    # A file with history, written before m007 (same tables, no index), opens and works.
+    manager = SessionManager(SqliteStore(path))
+    sid = manager.create_sync(_agent())
+    manager.submit_turn_sync(sid, "one")
+    ckpts = manager.checkpointer.list_checkpoints_sync(sid)
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("DROP INDEX checkpoints_ckpt_id")
+    raw.execute("PRAGMA user_version = 5")
+    raw.close()
     store = SqliteStore(path)
     assert store.schema_version == len(MIGRATIONS)
-    sid = AgentSession(_agent(), store=store).session_id
-    manager = SessionManager(SqliteStore(path))
     names = {r[0] for r in store.connection.execute("SELECT name FROM sqlite_master")}
     assert "checkpoints_ckpt_id" in names
-    assert [s.session_id for s in SqliteStore(path).list_sessions()] == [sid]
+    again = SessionManager(store)
+    assert [c.ckpt_id for c in again.checkpointer.list_checkpoints_sync(sid)] == [
+        c.ckpt_id for c in ckpts
+    ]
+    again.recover_sync(sid, _agent())
+    again.submit_turn_sync(sid, "two")
+    assert store.get_session(sid).turn_index == 2  # type: ignore[union-attr]
 
 
 def test_checkpoint_lookup_by_id_uses_the_index(tmp_path: Path) -> None:
