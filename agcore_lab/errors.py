@@ -101,7 +101,17 @@ class UserError(AgcoreError):
 
 
 class InvalidInputError(UserError, ValueError):
-    """An argument or value is not acceptable; the message says which and why."""
+    """An argument or value is not acceptable; the message says which and why.
+
+    Attributes:
+        errors: For a refused pydantic model, pydantic's list of problems (else empty).
+    """
+
+    errors: list[Any]
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.errors = []
 
 
 class ConfigurationError(UserError):

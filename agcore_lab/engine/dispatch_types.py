@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import InvalidInputError, SubTaskError
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store.base import Store
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-class DispatchConfig(BaseModel):
+class DispatchConfig(CheckedModel):
     """How sub-agents are dispatched.
 
     Attributes:

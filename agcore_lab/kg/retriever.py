@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agcore_lab.aio import run_sync
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg.knowledge_store import KnowledgeEntry, KnowledgeStore, SearchMode
 from agcore_lab.kg.types import RelationDirection, ScoredEntity
@@ -63,7 +64,7 @@ class RetrievalStrategy(StrEnum):
     """The knowledge graph alone."""
 
 
-class RetrieverConfig(BaseModel):
+class RetrieverConfig(CheckedModel):
     """How a :class:`MemoryRetriever` searches and merges.
 
     Args:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import EntityNotFoundError
 
 __all__ = [
@@ -28,7 +29,7 @@ RelationKey = tuple[str, str, str]
 """``(source, relation_type, target)``: what identifies a relation."""
 
 
-class GraphEntity(BaseModel):
+class GraphEntity(CheckedModel):
     """One node of the graph.
 
     Args:
@@ -65,7 +66,7 @@ class GraphEntity(BaseModel):
         return list(dict.fromkeys(tags))
 
 
-class GraphRelation(BaseModel):
+class GraphRelation(CheckedModel):
     """One directed, typed, weighted edge ``source -[relation_type]-> target``.
 
     Args:
@@ -127,7 +128,7 @@ class ScoredEntity(BaseModel):
     path: list[str]
 
 
-class TagConstraints(BaseModel):
+class TagConstraints(CheckedModel):
     """Limits on tags.
 
     Args:

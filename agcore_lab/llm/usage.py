@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from agcore_lab.checks import CheckedModel
+
 __all__ = ["DEFAULT_PRICES", "CostTracker", "ModelPrice", "PriceTable", "Usage"]
 
 
-class Usage(BaseModel):
+class Usage(CheckedModel):
     """Tokens used by model calls; add two with ``+``."""
 
     model_config = ConfigDict(frozen=True)
@@ -43,7 +45,7 @@ class Usage(BaseModel):
         )
 
 
-class ModelPrice(BaseModel):
+class ModelPrice(CheckedModel):
     """USD per one million tokens."""
 
     model_config = ConfigDict(frozen=True)

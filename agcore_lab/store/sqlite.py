@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import JsonValue, TypeAdapter
 
+from agcore_lab.checks import check_json
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
@@ -501,9 +502,13 @@ class SqliteStore:
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:
         """Set ``key`` (keeping its first ``created_at``); return the stored entry."""
+        if not isinstance(key, str):
+            raise InvalidInputError(f"memory key must be a string, got {type(key).__name__}")
+        check_json(value, f"memory value for {key!r}")
+        check_json(metadata, f"memory metadata for {key!r}")
         try:
             value_json, metadata_json = _json(value), _json(metadata)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(
                 f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
             ) from exc
