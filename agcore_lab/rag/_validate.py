@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from agcore_lab.errors import InvalidInputError
 
-__all__ = ["check_count", "check_filter", "check_k", "check_nonzero", "id_list"]
+__all__ = ["as_float32", "check_count", "check_filter", "check_k", "check_nonzero", "id_list"]
 
 
 def id_list(ids: Iterable[str] | str, *, name: str = "ids") -> list[str]:
@@ -76,6 +76,18 @@ def check_filter(filter: object) -> Mapping[str, Any] | None:
         f"filter must be a mapping of metadata key to value such as "
         f"{{'source_id': 'a.md'}}, got {type(filter).__name__}"
     )
+
+
+def as_float32(values: object, what: str, *, ndmin: int = 0) -> NDArray[np.float32]:
+    """A new C-contiguous float32 array of ``values``; ragged or non-numeric input is an
+    ``InvalidInputError`` (numpy's ``ValueError`` / ``TypeError`` as the cause)."""
+    try:
+        return np.array(values, dtype=np.float32, order="C", copy=True, ndmin=ndmin)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidInputError(
+            f"{what} must be numbers in a rectangular array (one row per item, equal "
+            f"lengths): {exc}"
+        ) from exc
 
 
 def check_nonzero(vectors: NDArray[np.float32], what: str) -> None:

@@ -21,7 +21,14 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import JsonValue
 
 from agcore_lab.errors import ConflictError, InvalidInputError
-from agcore_lab.rag._validate import check_count, check_filter, check_k, check_nonzero, id_list
+from agcore_lab.rag._validate import (
+    as_float32,
+    check_count,
+    check_filter,
+    check_k,
+    check_nonzero,
+    id_list,
+)
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.embeddings import normalize_rows
 
@@ -196,7 +203,7 @@ class InMemoryVectorStore:
 
     def _vectors(self, docs: list[Document], embeddings: ArrayLike) -> NDArray[np.float32]:
         """Validate and normalize: a new C-contiguous float32 ``(len(docs), dim)`` array."""
-        vectors = np.array(embeddings, dtype=np.float32, order="C", copy=True)
+        vectors = as_float32(embeddings, "embeddings")
         if vectors.size == 0 and not docs:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(docs):
@@ -314,7 +321,7 @@ class InMemoryVectorStore:
         return rows.astype(np.intp, copy=False)
 
     def _query(self, query: ArrayLike, ndim: int) -> NDArray[np.float32]:
-        vectors = np.array(query, dtype=np.float32, ndmin=ndim, copy=True)
+        vectors = as_float32(query, "query", ndmin=ndim)
         if vectors.ndim != ndim or (self._dim is not None and vectors.shape[-1] != self._dim):
             raise InvalidInputError(
                 f"query must have shape {'(dim,)' if ndim == 1 else '(n, dim)'} with dim "
