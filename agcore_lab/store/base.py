@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -34,7 +35,15 @@ __all__ = [
     "Store",
 ]
 
-SlotMode = Literal["full", "focused"]
+
+class SlotMode(StrEnum):
+    """How a slot builds the model's context (one definition, used by the store and the
+    agent; a plain string ``"full"`` / ``"focused"`` is accepted wherever a mode is)."""
+
+    Full = "full"
+    Focused = "focused"
+
+
 CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
 
 
@@ -76,7 +85,7 @@ class SlotRecord(BaseModel):
     parent_slot_id: str | None = None
     fork_point: int = 0
     merge_base: int = 0
-    mode: SlotMode = "full"
+    mode: SlotMode = SlotMode.Full
     head_node_id: str | None = None
     summary_override: str | None = None
     pinned_ids: list[str] = Field(default_factory=list)
