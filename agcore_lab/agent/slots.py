@@ -12,8 +12,8 @@ into a new slot that remembers its parent and fork point; ``merge`` brings a slo
 A slot builds the model's context in one of two modes: ``SlotMode.Full`` (every message) or
 ``SlotMode.Focused`` (the summary override, pinned messages, and a recent window).
 
-Storage (see DESIGN.md): messages are never copied. Each slot keeps ``head_node_id``, the node at
-the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
+Storage (see docs/design.md): messages are never copied. Each slot keeps ``head_node_id``, the
+node at the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``Store`` protocol and the records it keeps.
 
-Storage model (see DESIGN.md): each message is stored once. A slot's history is a chain of
+Storage model (see docs/design.md): each message is stored once. A slot's history is a chain of
 *links* — small rows ``(node_id, parent_node_id, message_id, depth)`` — and a slot records only
 the node at its head. Forking a slot shares the chain for free; merging adds links that point at
 existing messages; nothing is ever copied. Session memory is an append-only log with a version
