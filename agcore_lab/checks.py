@@ -21,13 +21,21 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from agcore_lab.errors import InvalidInputError
 
-__all__ = ["MAX_JSON_DEPTH", "CheckedModel", "check_json", "invalid_input"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "CheckedModel",
+    "check_count",
+    "check_json",
+    "check_text",
+    "invalid_input",
+]
 
 MAX_JSON_DEPTH = 100
 """The deepest nesting of lists and objects accepted in stored JSON values."""
@@ -82,3 +90,26 @@ def check_json(value: Any, what: str, *, max_depth: int = MAX_JSON_DEPTH) -> Non
                 )
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             stack.extend((v, depth + 1, f"{path}[{k!r}]") for k, v in pairs)
+
+
+def check_count(value: object, name: str, *, minimum: int = 1, optional: bool = False) -> Any:
+    """An int ``>= minimum`` (or ``None`` when ``optional``); ``InvalidInputError`` otherwise.
+
+    ``bool``, floats and strings are refused, even ``2.0`` or ``"2"``.
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidInputError(
+            f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r:.40}"
+        )
+    if value < minimum:
+        raise InvalidInputError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_text(value: object, name: str) -> str:
+    """``value`` if it is a ``str``; ``InvalidInputError`` naming ``name`` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    return value

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook
+from agcore_lab.agent.agent import Agent, RuntimeBundle, TurnHook, require_agent
 from agcore_lab.agent.approval import ApprovalOperations
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.memory import SessionMemory
@@ -77,7 +77,7 @@ class AgentSession(SlotOperations, ApprovalOperations):
         parent_id: str | None = None,
     ) -> None:
         bundle = self._resolve_bundle(store, bundle)
-        self.agent = agent
+        self.agent = require_agent(agent)
         self.bundle = bundle
         self.session_id = session_id or new_id("ses")
         self.parent_id = parent_id

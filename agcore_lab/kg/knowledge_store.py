@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.rag._validate import check_k
 
@@ -35,7 +36,7 @@ SearchMode = Literal["keyword", "semantic", "auto"]
 """``"auto"`` is semantic when the store has an embedding, keyword otherwise."""
 
 
-class KnowledgeEntry(BaseModel):
+class KnowledgeEntry(CheckedModel):
     """One piece of text knowledge.
 
     Args:

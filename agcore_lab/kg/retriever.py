@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import ConfigDict, Field
 
 from agcore_lab.aio import run_sync
-from agcore_lab.checks import CheckedModel
+from agcore_lab.checks import CheckedModel, check_text
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg.knowledge_store import KnowledgeEntry, KnowledgeStore, SearchMode
 from agcore_lab.kg.types import RelationDirection, ScoredEntity
@@ -199,6 +199,7 @@ class MemoryRetriever:
             InvalidInputError: ``k`` is negative, or ``GraphOnly`` without a graph.
         """
         k = check_k(k)
+        check_text(query, "query")
         ran = self._effective(RetrievalStrategy(strategy or self.strategy))
         channels = []
         if ran is not RetrievalStrategy.GraphOnly:

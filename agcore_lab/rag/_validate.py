@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agcore_lab.checks import check_count
 from agcore_lab.errors import InvalidInputError
 
 __all__ = ["as_float32", "check_count", "check_filter", "check_k", "check_nonzero", "id_list"]
@@ -53,19 +54,6 @@ def check_k(k: object) -> int:
     if k < 0:
         raise InvalidInputError(f"k must be >= 0, got {k}")
     return int(k)
-
-
-def check_count(value: object, name: str, *, minimum: int = 1, optional: bool = False) -> Any:
-    """An int ``>= minimum`` (or ``None`` when ``optional``); ``InvalidInputError`` otherwise."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidInputError(
-            f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r:.40}"
-        )
-    if value < minimum:
-        raise InvalidInputError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def check_filter(filter: object) -> Mapping[str, Any] | None:

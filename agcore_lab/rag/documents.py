@@ -132,7 +132,7 @@ class Document(CheckedModel):
         file = Path(path)
         try:
             text = file.read_text(encoding=encoding)
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, LookupError) as exc:  # NUL, bad codec
             raise InvalidInputError(f"cannot read {file} as {encoding} text: {exc}") from exc
         meta: dict[str, JsonValue] = {
             "path": file.as_posix(),

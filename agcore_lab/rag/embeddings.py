@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -59,6 +59,8 @@ def as_texts(texts: Sequence[str] | str) -> list[str]:
     character)."""
     if isinstance(texts, str):
         raise InvalidInputError("embed() takes a sequence of texts, not a single string")
+    if not isinstance(texts, Iterable):
+        raise InvalidInputError(f"embed() takes a sequence of texts, got {type(texts).__name__}")
     items = list(texts)
     for i, text in enumerate(items):
         if not isinstance(text, str):

@@ -80,6 +80,20 @@ class _Planned:
     old_ids: list[str]
 
 
+def _document_list(documents: object) -> list[Document]:
+    if isinstance(documents, Document):
+        return [documents]
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        raise InvalidInputError(
+            "ingest() takes a Document or an iterable of Documents (make one with "
+            f"Document.from_text(...)), got {type(documents).__name__}"
+        )
+    docs = list(documents)
+    if not all(isinstance(d, Document) for d in docs):
+        raise InvalidInputError("ingest() takes Document objects (Document.from_text(...))")
+    return docs
+
+
 class RagPipeline:
     """Split documents, embed the chunks in batches, keep them in a vector store; retrieve.
 
@@ -171,7 +185,7 @@ class RagPipeline:
                 from the store's.
         """
         started = time.perf_counter()
-        docs = [documents] if isinstance(documents, Document) else list(documents)
+        docs = _document_list(documents)
         if len({d.id for d in docs}) != len(docs):
             raise InvalidInputError("document ids must be unique within one ingest")
         stored_dim = self.store.dim

@@ -14,10 +14,17 @@ from agcore_lab import Agent, AgentSession, DispatchConfig, ScriptedModel, Sqlit
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.checks import MAX_JSON_DEPTH
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.kg import GraphEntity, GraphRelation, TagConstraints
+from agcore_lab.kg import GraphEntity, GraphRelation, KnowledgeStore, TagConstraints
 from agcore_lab.kg.retriever import RetrieverConfig
 from agcore_lab.llm.usage import ModelPrice
-from agcore_lab.rag import Document, HashingEmbedding, InMemoryVectorStore, MockEmbedding
+from agcore_lab.rag import (
+    Document,
+    HashingEmbedding,
+    InMemoryVectorStore,
+    MockEmbedding,
+    RagPipeline,
+    RecursiveCharacterSplitter,
+)
 
 CONSTRUCTORS: dict[str, Callable[[], Any]] = {
     "Document": lambda: Document(id=3, content=None),
@@ -79,3 +86,29 @@ def test_float_or_str_sizes_and_list_filters_are_invalid_input(make: Callable[[]
 def test_nan_in_document_metadata_is_refused_before_a_store_sees_it() -> None:
     with pytest.raises(InvalidInputError, match="NaN"):
         Document(id="d", content="x", metadata={"score": float("inf")})
+
+
+def _session() -> AgentSession:
+    return AgentSession(Agent(name="a", model=ScriptedModel(["ok"])), store=SqliteStore(":memory:"))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: Agent(name="a", max_tool_rounds="8"),
+        lambda: AgentSession("not an agent", store=SqliteStore(":memory:")),  # type: ignore[arg-type]
+        lambda: _session().session_memory.set("k", 1, "not a mapping"),  # type: ignore[arg-type]
+        lambda: ScriptedModel(5),  # type: ignore[arg-type]
+        lambda: ScriptedModel(latency=float("nan")),
+        lambda: ScriptedModel(chunk_size=2.5),  # type: ignore[arg-type]
+        lambda: RecursiveCharacterSplitter().split_text(5),
+        lambda: RecursiveCharacterSplitter(separators=object()),
+        lambda: HashingEmbedding().embed(5),  # type: ignore[arg-type]
+        lambda: RagPipeline().ingest("text"),
+        lambda: Document.from_file("a\x00b.md"),
+        lambda: KnowledgeStore().add(5, 6),
+    ],
+)
+def test_misuse_of_the_public_api_is_an_invalid_input_error(call: Callable[[], Any]) -> None:
+    with pytest.raises(InvalidInputError):
+        call()
