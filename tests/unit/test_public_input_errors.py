@@ -16,7 +16,7 @@ from agcore_lab.checks import MAX_JSON_DEPTH
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import GraphEntity, GraphRelation, KnowledgeStore, TagConstraints
 from agcore_lab.kg.retriever import RetrieverConfig
-from agcore_lab.llm.usage import ModelPrice
+from agcore_lab.llm.usage import CostTracker, ModelPrice, PriceTable
 from agcore_lab.rag import (
     Document,
     HashingEmbedding,
@@ -107,6 +107,8 @@ def _session() -> AgentSession:
         lambda: RagPipeline().ingest("text"),
         lambda: Document.from_file("a\x00b.md"),
         lambda: KnowledgeStore().add(5, 6),
+        lambda: PriceTable({"gpt-x": 5}),
+        lambda: CostTracker().record(5, 6),  # type: ignore[arg-type]
     ],
 )
 def test_misuse_of_the_public_api_is_an_invalid_input_error(call: Callable[[], Any]) -> None:
