@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agcore_lab import Agent, AgentSession, DispatchConfig, ScriptedModel, SqliteStore, Usage
+from agcore_lab import (
+    Agent,
+    AgentSession,
+    DispatchConfig,
+    ScriptedModel,
+    SessionManager,
+    SqliteStore,
+    Usage,
+)
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.checks import MAX_JSON_DEPTH
 from agcore_lab.errors import InvalidInputError
@@ -109,6 +117,8 @@ def _session() -> AgentSession:
         lambda: KnowledgeStore().add(5, 6),
         lambda: PriceTable({"gpt-x": 5}),
         lambda: CostTracker().record(5, 6),  # type: ignore[arg-type]
+        lambda: SessionManager(SqliteStore(":memory:")).checkpointer.prune_sync(keep_last="2"),
+        lambda: SessionManager(SqliteStore(":memory:")).checkpointer.prune_sync(older_than=60),
     ],
 )
 def test_misuse_of_the_public_api_is_an_invalid_input_error(call: Callable[[], Any]) -> None:
