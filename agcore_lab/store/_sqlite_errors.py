@@ -17,7 +17,18 @@ from pathlib import Path
 
 from agcore_lab.errors import AgcoreError, InvalidInputError, StorageError
 
-__all__ = ["check_path", "check_timeout", "decoding", "driver_error", "surrogate_error"]
+__all__ = [
+    "STORE_VALUE_ERRORS",
+    "check_path",
+    "check_timeout",
+    "decoding",
+    "driver_error",
+    "surrogate_error",
+    "value_error",
+]
+
+STORE_VALUE_ERRORS = (UnicodeEncodeError, OverflowError)
+"""Raised by sqlite3 while binding a value it cannot store (see :func:`value_error`)."""
 
 _CAUSES = (
     (
@@ -44,13 +55,26 @@ _CAUSES = (
 )
 
 
-def driver_error(doing: str, exc: sqlite3.Error, path: str) -> StorageError:
-    """A ``StorageError`` for ``exc`` that says what it means (keep ``exc`` as the cause)."""
+def driver_error(doing: str, exc: sqlite3.Error, path: str) -> StorageError | InvalidInputError:
+    """A ``StorageError`` for ``exc`` that says what it means (keep ``exc`` as the cause); a
+    value SQLite cannot bind (a list as an id) is the caller's ``InvalidInputError``."""
+    if isinstance(exc, sqlite3.ProgrammingError) and "binding parameter" in str(exc):
+        return InvalidInputError(f"a value cannot be stored or looked up: {exc}")
     text = f"{exc} {getattr(exc, 'sqlite_errorname', '')}"
     for needles, meaning in _CAUSES:
         if any(needle in text for needle in needles):
             return StorageError(f"{doing}: {meaning} ({exc})", path=path)
     return StorageError(f"{doing}: {exc}", path=path)
+
+
+def value_error(exc: Exception) -> InvalidInputError:
+    """What SQLite cannot take as a value: lone surrogates, integers beyond 64 bits."""
+    if isinstance(exc, UnicodeError):
+        return surrogate_error(exc)
+    return InvalidInputError(
+        f"a number is too large for the store (SQLite integers are 64-bit): {exc}; store it "
+        "as a string"
+    )
 
 
 def surrogate_error(exc: UnicodeError) -> InvalidInputError:

@@ -55,11 +55,12 @@ from agcore_lab.store._memory import (
     write_memory,
 )
 from agcore_lab.store._sqlite_errors import (
+    STORE_VALUE_ERRORS,
     check_path,
     check_timeout,
     decoding,
     driver_error,
-    surrogate_error,
+    value_error,
 )
 from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryEntry, SessionRecord, SlotRecord
 from agcore_lab.store.migrations import apply_migrations
@@ -167,8 +168,8 @@ class SqliteStore:
                 self._rollback()
                 if isinstance(exc, sqlite3.Error):
                     raise driver_error("write failed", exc, self.path) from exc
-                if isinstance(exc, UnicodeEncodeError):
-                    raise surrogate_error(exc) from exc
+                if isinstance(exc, STORE_VALUE_ERRORS):
+                    raise value_error(exc) from exc
                 raise
 
     def _rollback(self) -> None:
@@ -188,8 +189,8 @@ class SqliteStore:
                 return cursor.fetchall()
             except sqlite3.Error as exc:
                 raise driver_error("read failed", exc, self.path) from exc
-            except UnicodeEncodeError as exc:
-                raise surrogate_error(exc) from exc
+            except STORE_VALUE_ERRORS as exc:
+                raise value_error(exc) from exc
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -222,8 +223,8 @@ class SqliteStore:
                 self._rollback()
                 if isinstance(exc, sqlite3.Error):
                     raise driver_error("read failed", exc, self.path) from exc
-                if isinstance(exc, UnicodeEncodeError):
-                    raise surrogate_error(exc) from exc
+                if isinstance(exc, STORE_VALUE_ERRORS):
+                    raise value_error(exc) from exc
                 raise
             self._conn.execute("COMMIT")
 
@@ -493,8 +494,8 @@ class SqliteStore:
                     return read(self._conn)
             except sqlite3.Error as exc:
                 raise driver_error("read failed", exc, self.path) from exc
-            except UnicodeEncodeError as exc:
-                raise surrogate_error(exc) from exc
+            except STORE_VALUE_ERRORS as exc:
+                raise value_error(exc) from exc
 
     # -- memory -----------------------------------------------------------------------------
 

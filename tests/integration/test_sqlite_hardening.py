@@ -217,3 +217,12 @@ def test_checkpoint_lookup_by_id_uses_the_index(tmp_path: Path) -> None:
     ).fetchall()
     text = " ".join(str(row[-1]) for row in plan)
     assert "checkpoints_ckpt_id" in text and "SCAN" not in text
+
+
+@pytest.mark.parametrize("bad", [2**70, ["ses_1"], {"id": 1}])
+def test_ids_sqlite_cannot_bind_are_invalid_input(bad: object) -> None:
+    store = SqliteStore(":memory:")
+    with pytest.raises(InvalidInputError, match="too large|cannot be stored"):
+        store.get_session(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        store.get_checkpoint(bad)  # type: ignore[arg-type]

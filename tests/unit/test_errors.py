@@ -153,8 +153,14 @@ def test_session_not_found_says_what_to_do_next() -> None:
 
 
 def test_store_and_bundle_misuse_is_one_class_everywhere() -> None:
-    from agcore_lab import Agent, AgentSession, ScriptedModel, SessionManager, SqliteStore
-    from agcore_lab.agent.agent import RuntimeBundle
+    from agcore_lab import (
+        Agent,
+        AgentSession,
+        RuntimeBundle,
+        ScriptedModel,
+        SessionManager,
+        SqliteStore,
+    )
     from agcore_lab.errors import ConfigurationError
 
     one, other = SqliteStore(":memory:"), SqliteStore(":memory:")

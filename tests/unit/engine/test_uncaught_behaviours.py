@@ -11,13 +11,13 @@ import pytest
 from agcore_lab import (
     Agent,
     ConflictError,
+    RuntimeBundle,
     ScriptedModel,
     SessionManager,
     SqliteStore,
     Tool,
     ToolCall,
 )
-from agcore_lab.agent.agent import RuntimeBundle
 from agcore_lab.engine.records import ManagerEvent
 from agcore_lab.errors import ConfigurationError, StorageError
 
