@@ -6,11 +6,12 @@ session tree with checkpoints, a fork from a checkpoint and a rollback, a tool c
 a person (from code), sub-agents dispatched in parallel, retrieval over a few notes (split,
 embedded offline, stored in the same file), a knowledge graph with hybrid retrieval, and a
 printed report.
-Running it again adds new sessions to the same file.
+Running it again adds new sessions to the same file (and says so); ``--fresh`` starts over.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.engine.dispatch import DispatchConfig
 from agcore_lab.engine.manager import SessionManager
+from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.messages import ToolCall
 from agcore_lab.llm.scripted import ScriptedModel, ScriptItem
 from agcore_lab.llm.tools import Tool
@@ -106,12 +108,61 @@ class DemoReport:
     sessions_in_store: int = 0
 
 
-def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = print) -> DemoReport:
-    """Run the demo story against ``db_path`` and print a report through ``out``."""
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _warm_retrieval() -> None:
+    # scikit-learn takes seconds to import the first time: load it while the first steps run.
+    try:
+        import sklearn.feature_extraction.text  # noqa: F401
+    except ImportError:  # pragma: no cover - a core dependency; step 8 will say what is wrong
+        pass
+
+
+def remove_database(db_path: str | Path) -> bool:
+    """Delete a SQLite file and its WAL side files; ``True`` if there was one.
+
+    Raises:
+        InvalidInputError: The file is not a SQLite database (it is left alone).
+    """
+    path = Path(db_path)
+    existed = path.exists()
+    if existed and path.stat().st_size:
+        with path.open("rb") as file:
+            if file.read(16) != b"SQLite format 3\x00":
+                raise InvalidInputError(
+                    f"{str(path)!r} is not a SQLite database; --fresh only deletes databases"
+                )
+    for extra in ("", "-wal", "-shm"):
+        Path(f"{path}{extra}").unlink(missing_ok=True)
+    return existed
+
+
+def run_demo(
+    db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = print, fresh: bool = False
+) -> DemoReport:
+    """Run the demo story against ``db_path`` and print a report through ``out``.
+
+    Args:
+        db_path: The SQLite file (created when missing).
+        out: Where the printed lines go.
+        fresh: Delete ``db_path`` first; otherwise a re-run appends new sessions to it.
+    """
+    warm = threading.Thread(target=_warm_retrieval, name="agcore-demo-warm", daemon=True)
+    warm.start()
+    if fresh:
+        remove_database(db_path)
     store = SqliteStore(db_path)
+    earlier = len(store.list_sessions())
     session = AgentSession(_demo_agent(), bundle=RuntimeBundle(store=store, prices=DEMO_PRICES))
     report = DemoReport(db_path=str(db_path), session_id=session.session_id)
     out(f"agcore_lab demo - session {session.session_id} in {db_path}")
+    if earlier:
+        out(
+            f"  (appending: {db_path} already holds {_plural(earlier, 'session')} from earlier "
+            "runs; run with --fresh to start from an empty database)"
+        )
 
     def turn(text: str) -> None:
         result = session.submit_turn_sync(text)
@@ -149,9 +200,12 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     report.cost = session.cost_so_far
     _time_travel(store, report, out)
     _approval_and_dispatch(store, report, out)
+    out("\n8. Retrieval over a few notes")
+    if warm.is_alive():
+        out("  (loading scikit-learn for the offline embedding - first use only...)")
+    warm.join()
     from agcore_lab.rag.demo_step import rag_demo_step  # lazy: scikit-learn loads here
 
-    out("\n8. Retrieval over a few notes")
     rag = rag_demo_step(store, out)
     report.rag_chunks, report.rag_answers = rag["chunks"], rag["answers"]
     _graph_step(store, report, out)
@@ -159,13 +213,19 @@ def run_demo(db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = p
     store.close()
 
     out("\n10. Report")
-    out(f"  turns: {report.turns}   tool calls: {len(report.tool_calls)}")
+    calls = _plural(len(report.tool_calls), "tool call")
+    out(f"  calculator: {_plural(report.turns, 'turn')}, {calls}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
     out(f"  main slot mode: {report.main_mode} (a summary switches it to focused)")
     out(f"  memory keys: {', '.join(report.memory_keys)}")
     out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
-    out(f"  session tree: {report.tree_sizes}   checkpoints of the writer: {report.checkpoints}")
+    size, forks = report.tree_sizes
+    out(
+        f"  session tree: {_plural(size, 'session')} (the writer and "
+        f"{_plural(forks, 'fork')})   checkpoints of the writer: {report.checkpoints} "
+        f"({report.checkpoints - 1} automatic + 1 rollback marker)"
+    )
     out(f"  approved transfer: {report.approval_reply}   sub-agent results: {report.dispatched}")
     out(f"  chunks in the vector store: {report.rag_chunks}")
     out(f"  graph: {report.graph_related} related to 'agcore_lab'")
@@ -236,7 +296,10 @@ def _time_travel(store: SqliteStore, report: DemoReport, out: Callable[[str], No
     for i in (1, 2, 3):
         manager.submit_turn_sync(sid, f"Write draft {i}")
     checkpoints = manager.checkpointer.list_checkpoints_sync(sid)  # newest first
-    out("  checkpoints: " + ", ".join(f"turn {c.turn_index} ({c.source})" for c in checkpoints))
+    out(
+        f"  {len(checkpoints)} checkpoints, newest first: "
+        + ", ".join(f"turn {c.turn_index} ({c.source})" for c in checkpoints)
+    )
     after_two = next(c for c in checkpoints if c.turn_index == 2)
     child = manager.checkpointer.fork_sync(sid, after_two.ckpt_id)
     reply = manager.submit_turn_sync(child, "Rewrite draft two").reply
@@ -244,10 +307,16 @@ def _time_travel(store: SqliteStore, report: DemoReport, out: Callable[[str], No
     first = next(c for c in checkpoints if c.turn_index == 1)
     manager.checkpointer.rollback_sync(sid, first.ckpt_id)
     session = manager.get_sync(sid)
-    out(f"  rolled the writer back to turn {first.turn_index}: {len(session.messages)} messages")
+    after = manager.checkpointer.list_checkpoints_sync(sid)
+    out(
+        f"  rolled the writer back to turn {first.turn_index}: "
+        f"{_plural(len(session.messages), 'message')}; it now has {len(after)} checkpoints "
+        f"({len(checkpoints)} automatic + 1 rollback marker)"
+    )
     tree = manager.tree_sync(sid)
     for depth, node in tree.walk():
-        out(f"  {'  ' * depth}- {node.session_id} ({node.agent_name}, {node.turn_index} turns)")
+        turns = _plural(node.turn_index, "turn")
+        out(f"  {'  ' * depth}- {node.session_id} ({node.agent_name}, {turns})")
     report.tree_sizes = [len(manager.tree_sync(sid)), len(manager.children_sync(sid))]
     report.checkpoints = len(manager.checkpointer.list_checkpoints_sync(sid))
     report.fork_reply = reply

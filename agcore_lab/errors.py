@@ -4,7 +4,7 @@ Every error derives from :class:`AgcoreError`, carries the context it was raised
 what to do next. Errors a web service would map to an HTTP status expose ``to_problem()``, an
 RFC 7807 problem-details dict.
 
-The tree::
+The tree (every class below lives in this module; a test walks every subclass)::
 
     AgcoreError
     ├── UserError                      a usage mistake by the application developer
@@ -12,34 +12,46 @@ The tree::
     │   ├── ConfigurationError                    inconsistent settings
     │   └── AsyncBridgeError (RuntimeError)       a *_sync twin called from the bridge's own loop
     ├── ProblemError                   has an HTTP meaning and ``to_problem()``
-    │   ├── NotFoundError (KeyError)   404: session, slot, run, checkpoint, agent
+    │   ├── NotFoundError (KeyError)   404: session, slot, run, checkpoint, agent, entity
     │   │   ├── SessionNotFoundError
-    │   │   └── SlotNotFoundError
+    │   │   ├── SlotNotFoundError
+    │   │   ├── AgentNotFoundError     no agent of that name registered with the manager
+    │   │   ├── CheckpointNotFoundError
+    │   │   ├── RunNotFoundError       no such interrupted run or interrupt
+    │   │   └── EntityNotFoundError    no such entity in a knowledge graph
     │   ├── ConflictError              409: run/interrupt mismatch, already resolved
     │   │   ├── StaleSessionError      a write based on an older version of the session
     │   │   └── SessionBusyError       another writer holds the session's turn lease
     │   ├── GoneError                  410: expired
     │   └── UnprocessableError         422: invalid or wrong-version snapshot
     ├── AgentRunError                  a turn could not finish
-    │   └── MaxToolRoundsError         the model kept calling tools past ``max_tool_rounds``
+    │   ├── MaxToolRoundsError         the model kept calling tools past ``max_tool_rounds``
+    │   └── SubTaskError               a dispatched sub-agent task did not complete
     ├── ModelError                     the model backend failed
     │   ├── ModelHTTPError             non-2xx answer (status and body excerpt)
     │   ├── ModelTimeoutError          no answer in time
     │   ├── ModelConnectionError       could not connect
     │   └── ModelProtocolError         an answer that breaks the wire format
     └── StorageError                   the store failed (driver errors wrapped, never leaked)
+
+Bad input is always refused before anything is stored. Misuse of settings that cannot work
+together (``store=`` and a ``bundle=`` with another store) is a :class:`ConfigurationError`
+everywhere.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "AgcoreError",
+    "AgentNotFoundError",
     "AgentRunError",
     "AsyncBridgeError",
+    "CheckpointNotFoundError",
     "ConfigurationError",
     "ConflictError",
+    "EntityNotFoundError",
     "GoneError",
     "InvalidInputError",
     "MaxToolRoundsError",
@@ -50,11 +62,13 @@ __all__ = [
     "ModelTimeoutError",
     "NotFoundError",
     "ProblemError",
+    "RunNotFoundError",
     "SessionBusyError",
     "SessionNotFoundError",
     "SlotNotFoundError",
     "StaleSessionError",
     "StorageError",
+    "SubTaskError",
     "UnprocessableError",
     "UserError",
 ]
@@ -67,7 +81,12 @@ class AgcoreError(Exception):
     so an error always names the session, slot or checkpoint it is about.
     """
 
+    hint: ClassVar[str] = ""
+    """What to do next, added to the message when the message does not say it already."""
+
     def __init__(self, message: str, **context: Any) -> None:
+        if self.hint and self.hint not in message:
+            message = f"{message}; {self.hint}"
         super().__init__(message)
         self.message = message
         self.context: dict[str, Any] = {k: v for k, v in context.items() if v is not None}
@@ -86,7 +105,17 @@ class UserError(AgcoreError):
 
 
 class InvalidInputError(UserError, ValueError):
-    """An argument or value is not acceptable; the message says which and why."""
+    """An argument or value is not acceptable; the message says which and why.
+
+    Attributes:
+        errors: For a refused pydantic model, pydantic's list of problems (else empty).
+    """
+
+    errors: list[Any]
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.errors = []
 
 
 class ConfigurationError(UserError):
@@ -141,9 +170,30 @@ class NotFoundError(ProblemError, KeyError):
 class SessionNotFoundError(NotFoundError):
     """404: no session with that id in this manager or store."""
 
+    hint = (
+        "check the id against store.list_sessions() (or manager.tree_sync()), or create the "
+        "session first with SessionManager.create / AgentSession(...)"
+    )
+
 
 class SlotNotFoundError(NotFoundError):
     """404: no context slot with that id in the session."""
+
+
+class AgentNotFoundError(NotFoundError):
+    """404: no agent of that name is registered with the manager."""
+
+
+class CheckpointNotFoundError(NotFoundError):
+    """404: no such checkpoint (in that session)."""
+
+
+class RunNotFoundError(NotFoundError):
+    """404: no such interrupted run or interrupt (in that session)."""
+
+
+class EntityNotFoundError(NotFoundError):
+    """404: no entity with that id in the graph; ``entity_id`` names it."""
 
 
 class ConflictError(ProblemError):
@@ -245,6 +295,32 @@ class MaxToolRoundsError(AgentRunError):
     def __init__(self, message: str, *, partial: Any = None, **context: Any) -> None:
         super().__init__(message, **context)
         self.partial = partial
+
+
+class SubTaskError(AgentRunError):
+    """A dispatched task that did not complete; it keeps its place in ``dispatch_all``'s list.
+
+    Attributes:
+        child_id: The child session (``None`` if it was never created).
+        task: The task text.
+        status: ``failed``, ``timed_out`` or ``cancelled``.
+        error: The underlying exception, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        child_id: str | None,
+        task: str,
+        status: Literal["failed", "timed_out", "cancelled"],
+        error: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, child_id=child_id, status=status)
+        self.child_id = child_id
+        self.task = task
+        self.status = status
+        self.error = error
 
 
 class ModelError(AgcoreError):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agcore_lab.agent.summary import SummaryConfig
+from agcore_lab.checks import check_count
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import ChatModel, ToolSpec
 from agcore_lab.llm.scripted import ScriptedModel
@@ -63,11 +64,20 @@ class Agent:
                 f"got {type(self.model).__name__}",
                 agent_name=self.name,
             )
-        if self.max_tool_rounds < 0:
-            raise InvalidInputError("max_tool_rounds must be >= 0", agent_name=self.name)
+        check_count(self.max_tool_rounds, "max_tool_rounds", minimum=0)
         self.tool_map = as_tools(list(self.tools))
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
         """What the model is told about the tools."""
         return [tool.spec for tool in self.tool_map.values()]
+
+
+def require_agent(value: object) -> Agent:
+    """``value`` if it is an :class:`Agent`; ``InvalidInputError`` otherwise."""
+    if not isinstance(value, Agent):
+        raise InvalidInputError(
+            f"expected an Agent, got {type(value).__name__}; make one with "
+            "Agent(name=..., model=...)"
+        )
+    return value

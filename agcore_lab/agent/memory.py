@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import JsonValue
@@ -70,6 +70,10 @@ class SessionMemory:
         if not isinstance(key, str) or not key:
             raise InvalidInputError(
                 f"memory keys are non-empty strings, got {key!r}", session_id=self.session_id
+            )
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(
+                f"metadata must be a mapping of str to JSON values, got {type(metadata).__name__}"
             )
         entry = self._store.memory_set(self.session_id, key, value, dict(metadata or {}))
         if entry.version == self._version + 1:  # nobody else wrote in between

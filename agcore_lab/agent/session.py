@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from agcore_lab.agent import approval as steps
-from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.agent import Agent, require_agent
 from agcore_lab.agent.approval import Approve, Decision
 from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
@@ -87,7 +87,7 @@ class AgentSession(SessionViews, SlotOperations):
         parent_id: str | None = None,
     ) -> None:
         bundle = self._resolve_bundle(store, bundle)
-        self.agent = agent
+        self.agent = require_agent(agent)
         self.bundle = bundle
         self.session_id = session_id or new_id("ses")
         self.parent_id = parent_id

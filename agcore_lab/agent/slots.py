@@ -12,8 +12,8 @@ into a new slot that remembers its parent and fork point; ``merge`` brings a slo
 A slot builds the model's context in one of two modes: ``SlotMode.Full`` (every message) or
 ``SlotMode.Focused`` (the summary override, pinned messages, and a recent window).
 
-Storage (see DESIGN.md): messages are never copied. Each slot keeps ``head_node_id``, the node at
-the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
+Storage (see docs/design.md): messages are never copied. Each slot keeps ``head_node_id``, the
+node at the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
 """
 
 from __future__ import annotations
@@ -27,19 +27,12 @@ from functools import lru_cache
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
-from agcore_lab.store.base import LinkRecord, SlotRecord
+from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
 
 __all__ = ["ContextSlot", "MergeStrategy", "SlotMode", "build_context", "validate_slot_id"]
 
 _SLOT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
-
-
-class SlotMode(StrEnum):
-    """How a slot builds the model's context."""
-
-    Full = "full"
-    Focused = "focused"
 
 
 class MergeStrategy(StrEnum):

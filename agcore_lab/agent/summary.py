@@ -18,8 +18,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.llm.base import ChatModel, ChatResponse
 from agcore_lab.llm.messages import (
     AssistantMessage,
@@ -53,7 +54,7 @@ MERGE_SUMMARY_PROMPT = (
 CUT_MARK = "[... earlier conversation cut ...]\n"
 
 
-class SummaryConfig(BaseModel):
+class SummaryConfig(CheckedModel):
     """When and how a session summarizes its conversation.
 
     Attributes:

@@ -21,7 +21,7 @@ from agcore_lab.agent.slots import ContextSlot, build_context
 from agcore_lab.errors import ModelProtocolError
 from agcore_lab.llm.base import ChatResponse, ResponseDone
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
-from agcore_lab.llm.tools import run_tool_call
+from agcore_lab.llm.tools import approval_gate, run_tool_call
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.store.base import LinkRecord
 
@@ -155,17 +155,23 @@ async def _run_calls(
     agent: Agent, draft: TurnDraft, calls: list[ToolCall]
 ) -> AsyncIterator[TurnEvent]:
     for position, call in enumerate(calls):
-        tool = agent.tool_map.get(call.name)
-        if tool is not None and tool.needs_approval(call):
+        gate = approval_gate(call, agent.tool_map)  # validates first, then asks the policy
+        if gate is True:
             # Stop here: the call waits for a person; the rest of the answer waits with it.
-            draft.interrupt = (call, list(calls[position + 1 :]), tool.approval_timeout)
+            draft.interrupt = (
+                call,
+                list(calls[position + 1 :]),
+                agent.tool_map[call.name].approval_timeout,
+            )
             draft.status = "interrupted"
             return
         yield ToolCallStarted(call=call)
-        outcome = await run_tool_call(call, agent.tool_map)
-        draft.add(outcome.message)
-        draft.tool_results.append(outcome.message)
-        yield ToolResultReady(message=outcome.message)
+        message = gate if isinstance(gate, ToolMessage) else None
+        if message is None:
+            message = (await run_tool_call(call, agent.tool_map)).message
+        draft.add(message)
+        draft.tool_results.append(message)
+        yield ToolResultReady(message=message)
 
 
 async def _loop(

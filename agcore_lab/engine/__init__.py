@@ -11,6 +11,7 @@ from agcore_lab.engine.dispatch import (
     SubTaskError,
     SubTaskResult,
 )
+from agcore_lab.engine.dispatch_types import DispatchFailed
 from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
 from agcore_lab.engine.records import (
     CheckpointPreview,
@@ -30,6 +31,7 @@ __all__ = [
     "Completed",
     "DispatchConfig",
     "DispatchError",
+    "DispatchFailed",
     "DispatchProgress",
     "ManagerEvent",
     "PruneReport",

@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from agcore_lab.aio import run_sync
+from agcore_lab.checks import check_count
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
-from agcore_lab.errors import InvalidInputError, NotFoundError
+from agcore_lab.errors import CheckpointNotFoundError, InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
     from agcore_lab.engine.host import ManagerHost
 
 __all__ = ["CheckpointNotFoundError", "Checkpointer"]
-
-
-class CheckpointNotFoundError(NotFoundError):
-    """404: no such checkpoint (in that session)."""
 
 
 class Checkpointer:
@@ -292,8 +289,9 @@ class Checkpointer:
         """
         if keep_last is None and older_than is None:
             raise InvalidInputError("say what to prune: keep_last=N and/or older_than=timedelta")
-        if keep_last is not None and keep_last < 0:
-            raise InvalidInputError("keep_last must be >= 0")
+        check_count(keep_last, "keep_last", minimum=0, optional=True)
+        if older_than is not None and not isinstance(older_than, timedelta):
+            raise InvalidInputError("older_than must be a datetime.timedelta")
         everything = self._store.list_checkpoints(None)
         protected = {
             m.parent_ckpt_id for m in everything if m.source == "fork" and m.parent_ckpt_id

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agcore_lab.errors import AgentRunError, InvalidInputError
+from agcore_lab.checks import CheckedModel
+from agcore_lab.errors import InvalidInputError, SubTaskError
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store.base import Store
 
@@ -17,6 +18,7 @@ __all__ = [
     "Completed",
     "DispatchConfig",
     "DispatchError",
+    "DispatchFailed",
     "DispatchProgress",
     "SharedMemory",
     "SubTaskError",
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 
-class DispatchConfig(BaseModel):
+class DispatchConfig(CheckedModel):
     """How sub-agents are dispatched.
 
     Attributes:
@@ -57,32 +59,6 @@ class SubTaskResult(BaseModel):
     status: Literal["completed"] = "completed"
 
 
-class SubTaskError(AgentRunError):
-    """A dispatched task that did not complete; it keeps its place in ``dispatch_all``'s list.
-
-    Attributes:
-        child_id: The child session (``None`` if it was never created).
-        task: The task text.
-        status: ``failed``, ``timed_out`` or ``cancelled``.
-        error: The underlying exception, if any.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        child_id: str | None,
-        task: str,
-        status: Literal["failed", "timed_out", "cancelled"],
-        error: BaseException | None = None,
-    ) -> None:
-        super().__init__(message, child_id=child_id, status=status)
-        self.child_id = child_id
-        self.task = task
-        self.status = status
-        self.error = error
-
-
 class ChildCreated(BaseModel):
     """``dispatch_stream``: the child session exists."""
 
@@ -101,8 +77,11 @@ class Completed(BaseModel):
     result: SubTaskResult
 
 
-class DispatchError(BaseModel):
-    """``dispatch_stream``: the child failed (the stream's ``Error`` event)."""
+class DispatchFailed(BaseModel):
+    """``dispatch_stream``: the child failed (the stream's error event).
+
+    An event, not an exception: test for it with ``isinstance(event, DispatchFailed)``.
+    """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -155,3 +134,8 @@ class SharedMemory:
             for e in self._store.memory_entries(self.parent_id)
             if e.key.startswith(self.prefix)
         }
+
+
+DispatchError = DispatchFailed
+"""Deprecated alias of :class:`DispatchFailed` (the old name read like an exception class,
+but ``except DispatchError:`` raises ``TypeError``). Use ``DispatchFailed``."""

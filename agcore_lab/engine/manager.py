@@ -28,8 +28,9 @@ from agcore_lab.engine.oplog import log_event
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.errors import (
+    AgentNotFoundError,
+    ConfigurationError,
     InvalidInputError,
-    NotFoundError,
     SessionBusyError,
     SessionNotFoundError,
     StaleSessionError,
@@ -42,10 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentNotFoundError", "SessionManager"]
 
 logger = logging.getLogger("agcore_lab")
-
-
-class AgentNotFoundError(NotFoundError):
-    """404: no agent of that name is registered with the manager."""
 
 
 class SessionManager(ManagerFacades, CallOperations):
@@ -86,7 +83,7 @@ class SessionManager(ManagerFacades, CallOperations):
         watch_interval: float | None = 0.25,
     ) -> None:
         if bundle is not None and store is not None and bundle.store is not store:
-            raise InvalidInputError("give either store= or bundle=, not two different stores")
+            raise ConfigurationError("give either store= or bundle=, not two different stores")
         self.bundle = bundle or (RuntimeBundle(store=store) if store else RuntimeBundle())
         self.auto_checkpoint = auto_checkpoint
         self.agents: dict[str, Agent] = {}

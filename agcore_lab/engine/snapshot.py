@@ -44,7 +44,7 @@ class SnapshotSlot(BaseModel):
     parent_slot_id: str | None = None
     fork_point: int = Field(default=0, ge=0)
     merge_base: int = Field(default=0, ge=0)
-    mode: SlotMode = "full"
+    mode: SlotMode = SlotMode.Full
     summary_override: str | None = None
     pinned_ids: list[str] = Field(default_factory=list)
     recent_window: int = Field(default=20, ge=1)

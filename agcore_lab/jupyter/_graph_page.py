@@ -1,6 +1,6 @@
 """The graph explorer's page: vis-network from the installed pyvis package, in a sandboxed iframe.
 
-Offline and safe (see JUPYTER.md, "pyvis, offline and safe"):
+Offline and safe (see docs/design.md, "Graph pages: offline and safe"):
 
 - ``vis-network.min.js`` is read from the installed pyvis package (no CDN, no Bootstrap) and
   inlined in a small template of our own; pyvis's own HTML templates are not used, so its

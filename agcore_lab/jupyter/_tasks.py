@@ -1,7 +1,7 @@
 """Run engine coroutines from widget callbacks without blocking them.
 
 A widget callback runs on the kernel's main thread while the kernel's event loop is running: it
-must return at once (see JUPYTER.md). :class:`BackgroundTask` submits the coroutine to
+must return at once (see docs/design.md). :class:`BackgroundTask` submits the coroutine to
 agcore_lab's background loop (:func:`agcore_lab.aio.submit`) and calls back when it ends, on that
 loop's thread (setting widget traits from there is safe). Whatever happens — success, an
 exception, cancellation, or a failing callback — exactly one of ``on_success`` / ``on_error``

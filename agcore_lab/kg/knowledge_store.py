@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._validate import check_k
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -34,7 +36,7 @@ SearchMode = Literal["keyword", "semantic", "auto"]
 """``"auto"`` is semantic when the store has an embedding, keyword otherwise."""
 
 
-class KnowledgeEntry(BaseModel):
+class KnowledgeEntry(CheckedModel):
     """One piece of text knowledge.
 
     Args:
@@ -170,8 +172,7 @@ class KnowledgeStore:
             InvalidInputError: ``k`` is negative, ``mode`` is unknown, or ``"semantic"`` was
                 asked of a store without an embedding.
         """
-        if k < 0:
-            raise InvalidInputError(f"k must be >= 0, got {k}")
+        k = check_k(k)
         if mode == "auto":
             mode = "semantic" if self.embedding is not None else "keyword"
         if mode == "semantic":

@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agcore_lab.aio import run_sync
+from agcore_lab.checks import CheckedModel, check_text
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg.knowledge_store import KnowledgeEntry, KnowledgeStore, SearchMode
 from agcore_lab.kg.types import RelationDirection, ScoredEntity
+from agcore_lab.rag._validate import check_k
 
 if TYPE_CHECKING:
     from agcore_lab.kg.base import KnowledgeGraph
@@ -62,7 +64,7 @@ class RetrievalStrategy(StrEnum):
     """The knowledge graph alone."""
 
 
-class RetrieverConfig(BaseModel):
+class RetrieverConfig(CheckedModel):
     """How a :class:`MemoryRetriever` searches and merges.
 
     Args:
@@ -196,8 +198,8 @@ class MemoryRetriever:
         Raises:
             InvalidInputError: ``k`` is negative, or ``GraphOnly`` without a graph.
         """
-        if k < 0:
-            raise InvalidInputError(f"k must be >= 0, got {k}")
+        k = check_k(k)
+        check_text(query, "query")
         ran = self._effective(RetrievalStrategy(strategy or self.strategy))
         channels = []
         if ran is not RetrievalStrategy.GraphOnly:

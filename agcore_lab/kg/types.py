@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from agcore_lab.errors import NotFoundError
+from agcore_lab.checks import CheckedModel
+from agcore_lab.errors import EntityNotFoundError
 
 __all__ = [
     "EntityNotFoundError",
@@ -28,11 +29,7 @@ RelationKey = tuple[str, str, str]
 """``(source, relation_type, target)``: what identifies a relation."""
 
 
-class EntityNotFoundError(NotFoundError):
-    """404: no entity with that id in the graph; ``entity_id`` names it."""
-
-
-class GraphEntity(BaseModel):
+class GraphEntity(CheckedModel):
     """One node of the graph.
 
     Args:
@@ -69,7 +66,7 @@ class GraphEntity(BaseModel):
         return list(dict.fromkeys(tags))
 
 
-class GraphRelation(BaseModel):
+class GraphRelation(CheckedModel):
     """One directed, typed, weighted edge ``source -[relation_type]-> target``.
 
     Args:
@@ -131,7 +128,7 @@ class ScoredEntity(BaseModel):
     path: list[str]
 
 
-class TagConstraints(BaseModel):
+class TagConstraints(CheckedModel):
     """Limits on tags.
 
     Args:

@@ -20,8 +20,9 @@ from datetime import datetime
 from functools import cached_property
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import ConfigDict, Field, JsonValue, TypeAdapter
 
+from agcore_lab.checks import CheckedModel
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class ToolCall(BaseModel):
+class ToolCall(CheckedModel):
     """A model's request to call one tool.
 
     Args:
@@ -83,7 +84,7 @@ class ToolCall(BaseModel):
         return cls(id=data.get("id") or "", name=function.get("name") or "", arguments=arguments)
 
 
-class _MessageBase(BaseModel):
+class _MessageBase(CheckedModel):
     model_config = ConfigDict(frozen=True)
 
     id: str = Field(default_factory=lambda: new_id("msg"))

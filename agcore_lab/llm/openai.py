@@ -22,13 +22,7 @@ from typing import Any
 import httpx
 from pydantic import JsonValue, SecretStr
 
-from agcore_lab.errors import (
-    InvalidInputError,
-    ModelConnectionError,
-    ModelHTTPError,
-    ModelProtocolError,
-    ModelTimeoutError,
-)
+from agcore_lab.errors import ModelProtocolError
 from agcore_lab.llm.base import (
     ChatResponse,
     ModelStreamEvent,
@@ -36,6 +30,7 @@ from agcore_lab.llm.base import (
     ToolSpec,
 )
 from agcore_lab.llm.call_record import note_retry
+from agcore_lab.llm.http_errors import HTTPFailures, check_settings, endpoint_url
 from agcore_lab.llm.messages import Message, messages_to_openai
 from agcore_lab.llm.openai_wire import StreamState, load_chunk, parse_completion
 from agcore_lab.llm.retry import RETRY_STATUSES, backoff_delay
@@ -44,12 +39,6 @@ from agcore_lab.llm.sse import SSEEvent, SSEParser
 __all__ = ["RETRY_STATUSES", "OpenAIChatModel"]
 
 logger = logging.getLogger(__name__)
-
-_HINTS = {
-    401: " (check the API key: api_key or OPENAI_API_KEY)",
-    403: " (check the API key and its permissions)",
-    404: " (check base_url and the model name)",
-}
 
 
 class OpenAIChatModel:
@@ -102,25 +91,18 @@ class OpenAIChatModel:
         extra_body: Mapping[str, JsonValue] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise InvalidInputError(
-                f"base_url must start with http:// or https://, got {base_url!r}"
-            )
-        if timeout <= 0 or max_retries < 0 or backoff_base < 0 or backoff_max < 0:
-            raise InvalidInputError(
-                "timeout must be > 0; max_retries, backoff_base and backoff_max must be >= 0"
-            )
+        check_settings(timeout, max_retries, backoff_base, backoff_max)
+        url = endpoint_url(base_url, "/chat/completions")
         self._model = model
         self._base_url = base_url.rstrip("/")
-        self._url = f"{self._base_url}/chat/completions"
-        try:
-            url = httpx.URL(self._url)
-        except httpx.InvalidURL as exc:
-            raise InvalidInputError(f"base_url is not a valid URL: {exc}") from exc
-        # Shown in messages and logs: no user:password@ and no query string.
-        self._display_url = f"{url.scheme}://{url.netloc.decode('ascii')}{url.path}"
+        self._url = url
         key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
         self._api_key = SecretStr(key) if key else None
+        self._failures = HTTPFailures(
+            "chat completions", url, model=model, api_key=self._api_key, timeout=timeout
+        )
+        # Shown in messages and logs: no user:password@ and no query string.
+        self._display_url = self._failures.display_url
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -192,13 +174,12 @@ class OpenAIChatModel:
             raw = await self._read(response)
         finally:
             await response.aclose()
-        try:
-            payload = json.loads(raw)
-        except ValueError as exc:
-            raise ModelProtocolError(
-                f"chat completions returned a body that is not JSON: {raw[:200]!r}"
-            ) from exc
-        return parse_completion(payload, messages, tools, default_model=self._model)
+        with self._failures.mapping(reading=True):  # quotes of the body are redacted
+            try:
+                payload = json.loads(raw)
+            except (ValueError, RecursionError) as exc:
+                raise self._failures.not_json(raw, exc) from exc
+            return parse_completion(payload, messages, tools, default_model=self._model)
 
     async def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
@@ -215,11 +196,15 @@ class OpenAIChatModel:
         try:
             async with aclosing(self._events(response)) as events:
                 async for event in events:
-                    for delta in state.feed(load_chunk(event.data)):
+                    with self._failures.mapping(reading=True):  # quotes are redacted
+                        deltas = state.feed(load_chunk(event.data))
+                    for delta in deltas:
                         yield delta
         finally:
             await response.aclose()
-        yield ResponseDone(response=state.finish(messages, tools))
+        with self._failures.mapping(reading=True):
+            done = state.finish(messages, tools)
+        yield ResponseDone(response=done)
 
     def _client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -262,22 +247,15 @@ class OpenAIChatModel:
             request = client.build_request("POST", self._url, json=body, headers=headers)
             logger.debug("POST %s model=%s attempt=%d", self._display_url, self._model, attempt + 1)
             try:
-                response = await client.send(request, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt >= self.max_retries:
-                    raise ModelConnectionError(
-                        f"could not connect to {self._display_url} after {attempt + 1} "
-                        f"attempt(s): {self._describe(exc)}",
-                        model=self._model,
-                    ) from exc
-                await self._backoff(attempt, None, f"connection failed: {self._describe(exc)}")
-            except httpx.TimeoutException as exc:
-                raise self._timeout_error(exc) from exc
-            except httpx.TransportError as exc:
-                raise ModelConnectionError(
-                    f"request to {self._display_url} failed: {self._describe(exc)}",
-                    model=self._model,
-                ) from exc
+                with self._failures.mapping():
+                    try:
+                        response = await client.send(request, stream=True)
+                    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                        if attempt >= self.max_retries:
+                            raise self._failures.connect_error(exc, attempt + 1) from exc
+                        raise _Retry(self._failures.describe(exc)) from exc
+            except _Retry as retry:
+                await self._backoff(attempt, None, f"connection failed: {retry}")
             else:
                 if response.is_success:
                     return response
@@ -291,19 +269,11 @@ class OpenAIChatModel:
             raw = b""
         finally:
             await response.aclose()
-        text = self._redact(raw.decode("utf-8", errors="replace"))
         status = response.status_code
         if status in RETRY_STATUSES and attempt < self.max_retries:
             await self._backoff(attempt, response.headers, f"HTTP {status}")
             return
-        retried = f" after {attempt + 1} attempts" if attempt else ""
-        raise ModelHTTPError(
-            f"chat completions returned HTTP {status}{retried}: "
-            f"{_error_excerpt(text)}{_HINTS.get(status, '')}",
-            status_code=status,
-            body=text,
-            model=self._model,
-        )
+        raise self._failures.status_error(status, raw, attempt + 1)
 
     async def _backoff(self, attempt: int, headers: httpx.Headers | None, reason: str) -> None:
         delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, headers)
@@ -319,15 +289,8 @@ class OpenAIChatModel:
         await asyncio.sleep(delay)
 
     async def _read(self, response: httpx.Response) -> bytes:
-        try:
+        with self._failures.mapping(reading=True):
             return await response.aread()
-        except httpx.TimeoutException as exc:
-            raise self._timeout_error(exc) from exc
-        except httpx.TransportError as exc:
-            raise ModelProtocolError(
-                f"the chat completions response was cut off: {self._describe(exc)}",
-                model=self._model,
-            ) from exc
 
     async def _events(self, response: httpx.Response) -> AsyncGenerator[SSEEvent, None]:
         parser = SSEParser()
@@ -338,11 +301,11 @@ class OpenAIChatModel:
                         return
                     yield event
         except httpx.TimeoutException as exc:
-            raise self._timeout_error(exc) from exc
+            raise self._failures.timeout_error(exc) from exc
         except httpx.TransportError as exc:
             raise ModelProtocolError(
                 "the chat completions stream was cut off before 'data: [DONE]': "
-                f"{self._describe(exc)}",
+                f"{self._failures.describe(exc)}",
                 model=self._model,
             ) from exc
         cut = " in the middle of an event (the connection was closed early)"
@@ -352,29 +315,6 @@ class OpenAIChatModel:
             model=self._model,
         )
 
-    def _timeout_error(self, exc: httpx.TimeoutException) -> ModelTimeoutError:
-        return ModelTimeoutError(
-            f"{self._display_url} did not answer within {self.timeout}s "
-            f"({type(exc).__name__}); raise timeout= for slow models",
-            model=self._model,
-        )
 
-    def _describe(self, exc: Exception) -> str:
-        return self._redact(str(exc) or type(exc).__name__)
-
-    def _redact(self, text: str) -> str:
-        if self._api_key is None:
-            return text
-        return text.replace(self._api_key.get_secret_value(), "***")
-
-
-def _error_excerpt(text: str) -> str:
-    """The server's ``error.message`` when the body is OpenAI-style JSON, else the text."""
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    error = payload.get("error") if isinstance(payload, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    excerpt = message if isinstance(message, str) and message else text.strip()
-    return excerpt[:200] or "(empty body)"
+class _Retry(Exception):
+    """A failed connection attempt that will be retried (internal to ``_send``)."""

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TypeAlias
 
+from agcore_lab.checks import check_count
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import (
     ChatResponse,
@@ -82,12 +84,22 @@ class ScriptedModel:
         chunk_size: int = 8,
         model_name: str = "scripted",
     ) -> None:
-        if latency < 0:
-            raise InvalidInputError(f"latency must be >= 0 seconds, got {latency}")
-        if chunk_size <= 0:
-            raise InvalidInputError(f"chunk_size must be > 0, got {chunk_size}")
+        if (
+            isinstance(latency, bool)
+            or not isinstance(latency, int | float)
+            or not math.isfinite(latency)
+            or latency < 0
+        ):
+            raise InvalidInputError(
+                f"latency must be a finite number >= 0 seconds, got {latency!r}"
+            )
+        check_count(chunk_size, "chunk_size")
         if script is not None and not callable(script) and isinstance(script, str | bytes):
             raise InvalidInputError("script must be a list of items or a function, not a string")
+        if script is not None and not callable(script) and not isinstance(script, Iterable):
+            raise InvalidInputError(
+                f"script must be a list of items or a function, got {type(script).__name__}"
+            )
         self._function = script if callable(script) else None
         self._items: list[ScriptItem] = [] if script is None or callable(script) else list(script)
         self.latency = latency

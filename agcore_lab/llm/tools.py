@@ -5,6 +5,12 @@ a JSON schema the model sees, and validates the model's arguments with pydantic 
 A tool that raises, an unknown tool, or invalid arguments become a tool-error message that the
 model sees; the turn goes on.
 
+Arguments are validated in *strict* mode by default: the model must send the JSON types the
+schema asks for (``"2"``, ``true`` and ``2.0`` are not an ``int``; an ``int`` is a fine
+``float``). ``Tool.from_function(fn, strict=False)`` opts one tool out, into pydantic's lax
+coercion. An approval policy is only asked about calls whose arguments are valid; a policy that
+raises is an error tool message too (and is logged), and the turn goes on.
+
 Example:
     >>> def add(a: int, b: int) -> int:
     ...     '''Add two integers.
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,9 +43,38 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.messages import ToolCall, ToolMessage
 
-__all__ = ["Tool", "ToolCallOutcome", "as_tools", "run_tool_call"]
+__all__ = [
+    "MAX_APPROVAL_TIMEOUT",
+    "Tool",
+    "ToolCallOutcome",
+    "approval_gate",
+    "as_tools",
+    "run_tool_call",
+]
+
+logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+MAX_APPROVAL_TIMEOUT = 366 * 24 * 3600.0
+"""The longest ``approval_timeout`` accepted: one year, in seconds."""
+
+
+def _check_approval_timeout(value: object, tool_name: str) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_APPROVAL_TIMEOUT
+    ):
+        raise InvalidInputError(
+            f"approval_timeout must be a number of seconds > 0 and at most "
+            f"{MAX_APPROVAL_TIMEOUT:.0f} (one year), or None for no expiry; got {value!r}",
+            tool_name=tool_name,
+        )
+    return float(value)
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -112,7 +149,9 @@ class Tool:
         requires_approval: ``True`` if a person must approve every call, or a policy function
             ``(call) -> bool`` that decides per call.
         approval_timeout: Seconds a call may wait for a decision before it expires
-            (``None``: it never expires).
+            (``None``: it never expires; at most :data:`MAX_APPROVAL_TIMEOUT`).
+        strict: Validate the model's arguments without coercion (the default); ``False``
+            lets pydantic coerce ``"2"`` to ``2``.
     """
 
     name: str
@@ -122,7 +161,11 @@ class Tool:
     requires_approval: bool | Callable[[ToolCall], bool] = False
     approval_timeout: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    strict: bool = True
     _spec: tuple[Any, ToolSpec] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.approval_timeout = _check_approval_timeout(self.approval_timeout, self.name)
 
     @classmethod
     def from_function(
@@ -133,6 +176,7 @@ class Tool:
         description: str | None = None,
         requires_approval: bool | Callable[[ToolCall], bool] = False,
         approval_timeout: float | None = None,
+        strict: bool = True,
     ) -> Tool:
         """Make a tool from a plain function (sync or async).
 
@@ -142,15 +186,17 @@ class Tool:
             description: Override the docstring's summary.
             requires_approval: ``True``, or a policy ``(call) -> bool``: the call waits for a
                 person's approval before it runs.
-            approval_timeout: Seconds a call may wait before it expires.
+            approval_timeout: Seconds a call may wait before it expires (finite, > 0, at most
+                a year).
+            strict: Refuse arguments of the wrong JSON type instead of coercing them.
 
         Raises:
-            InvalidInputError: The name is not valid for the wire format, or the function takes
-                ``*args`` / ``**kwargs``.
+            InvalidInputError: The name is not valid for the wire format, the function takes
+                ``*args`` / ``**kwargs``, or ``approval_timeout`` is NaN, infinite, <= 0 or
+                more than a year.
         """
         tool_name = str(name or getattr(fn, "__name__", ""))
-        if approval_timeout is not None and approval_timeout <= 0:
-            raise InvalidInputError("approval_timeout must be > 0 seconds", tool_name=tool_name)
+        _check_approval_timeout(approval_timeout, tool_name)
         if not _NAME.match(tool_name):
             raise InvalidInputError(
                 f"tool name {tool_name!r} must be 1-64 letters, digits, '_', '.' or '-'",
@@ -164,12 +210,23 @@ class Tool:
             arguments_model=_arguments_model(fn, tool_name, arg_docs),
             requires_approval=requires_approval,
             approval_timeout=approval_timeout,
+            strict=strict,
         )
 
     def needs_approval(self, call: ToolCall) -> bool:
-        """Whether this call must wait for a person's decision."""
+        """Whether this call must wait for a person's decision.
+
+        The policy is only asked about valid arguments (use :func:`approval_gate` in a tool
+        loop: it also turns invalid arguments and a failing policy into error messages).
+
+        Raises:
+            InvalidInputError: The call's arguments do not fit the schema.
+        """
         policy = self.requires_approval
-        return bool(policy(call)) if callable(policy) else bool(policy)
+        if not policy:
+            return False
+        self.validate(call.arguments)
+        return bool(policy(call)) if callable(policy) else True
 
     @property
     def spec(self) -> ToolSpec:
@@ -187,17 +244,44 @@ class Tool:
         Raises:
             InvalidInputError: The arguments do not fit the schema (the message lists why).
         """
+        if not isinstance(arguments, Mapping):
+            raise InvalidInputError(
+                f"invalid arguments for tool {self.name!r}: expected a JSON object, got "
+                f"{type(arguments).__name__}",
+                tool_name=self.name,
+            )
         try:
-            parsed = self.arguments_model.model_validate(dict(arguments))
+            parsed = self._parse(dict(arguments))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
                 for e in exc.errors()
             )
+            mode = (
+                " (strict validation: send each value with the JSON type the schema asks for, "
+                'e.g. 2 for an integer, not "2", 2.0 or true)'
+                if self.strict
+                else ""
+            )
             raise InvalidInputError(
-                f"invalid arguments for tool {self.name!r}: {problems}", tool_name=self.name
+                f"invalid arguments for tool {self.name!r}: {problems}{mode}", tool_name=self.name
+            ) from exc
+        except RecursionError as exc:
+            raise InvalidInputError(
+                f"invalid arguments for tool {self.name!r}: nested too deeply",
+                tool_name=self.name,
             ) from exc
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def _parse(self, arguments: dict[str, Any]) -> BaseModel:
+        if not self.strict:
+            return self.arguments_model.model_validate(arguments)
+        try:
+            text = json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError):  # Python values (an edit in a cell): strict Python mode
+            return self.arguments_model.model_validate(arguments, strict=True)
+        # Strict JSON mode: the types a JSON value can have, no coercion between them.
+        return self.arguments_model.model_validate_json(text, strict=True)
 
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         """Validate the arguments and run the function (awaiting it when async)."""
@@ -256,6 +340,35 @@ async def run_tool_call(call: ToolCall, tools: Mapping[str, Tool]) -> ToolCallOu
         return ToolCallOutcome(_error(call, f"Error: tool {call.name!r} raised {exc!r}"))
     message = ToolMessage(content=_render_result(value), tool_call_id=call.id, name=call.name)
     return ToolCallOutcome(message, value)
+
+
+def approval_gate(call: ToolCall, tools: Mapping[str, Tool]) -> bool | ToolMessage:
+    """Ask the tool's approval policy about ``call``, after validating its arguments.
+
+    Returns ``True`` if the call must wait for a person, ``False`` if it may run now (also for
+    an unknown tool, which :func:`run_tool_call` then answers), or the error tool message the
+    model sees when the arguments are invalid or the policy raised (logged; the call does not
+    run and the turn goes on).
+    """
+    tool = tools.get(call.name)
+    if tool is None or not tool.requires_approval:
+        return False
+    try:
+        tool.validate(call.arguments)
+    except InvalidInputError as exc:
+        return _error(call, f"Error: {exc.message}")
+    policy = tool.requires_approval
+    if not callable(policy):
+        return True
+    try:
+        return bool(policy(call))
+    except Exception as exc:
+        logger.exception("the approval policy of tool %r raised", call.name)
+        return _error(
+            call,
+            f"Error: the approval policy of tool {call.name!r} raised {exc!r}; "
+            "the call was not executed.",
+        )
 
 
 def _error(call: ToolCall, text: str) -> ToolMessage:

@@ -16,12 +16,18 @@ Example:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic_core import PydanticUndefined
+
+from agcore_lab.checks import CheckedModel, invalid_input
+from agcore_lab.errors import InvalidInputError
 
 __all__ = ["DEFAULT_PRICES", "CostTracker", "ModelPrice", "PriceTable", "Usage"]
 
 
-class Usage(BaseModel):
+class Usage(CheckedModel):
     """Tokens used by model calls; add two with ``+``."""
 
     model_config = ConfigDict(frozen=True)
@@ -43,7 +49,7 @@ class Usage(BaseModel):
         )
 
 
-class ModelPrice(BaseModel):
+class ModelPrice(CheckedModel):
     """USD per one million tokens."""
 
     model_config = ConfigDict(frozen=True)
@@ -60,6 +66,12 @@ class PriceTable(RootModel[dict[str, ModelPrice]]):
     """Prices by model name. A model that is not listed costs nothing (and is counted)."""
 
     root: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def __init__(self, root: Any = PydanticUndefined, **data: Any) -> None:
+        try:
+            super().__init__(root, **data)
+        except ValidationError as exc:
+            raise invalid_input(exc, "PriceTable") from exc
 
     def price_for(self, model: str) -> ModelPrice | None:
         """The price of ``model``; a dated name such as ``gpt-4o-2024-08-06`` falls back to
@@ -112,7 +124,16 @@ class CostTracker(BaseModel):
         )
 
     def record(self, model: str, usage: Usage) -> float:
-        """Add ``usage`` of ``model``; return the cost of this usage."""
+        """Add ``usage`` of ``model``; return the cost of this usage.
+
+        Raises:
+            InvalidInputError: ``model`` is not a string or ``usage`` not a ``Usage``.
+        """
+        if not isinstance(model, str) or not isinstance(usage, Usage):
+            raise InvalidInputError(
+                f"record(model: str, usage: Usage), got {type(model).__name__}, "
+                f"{type(usage).__name__}"
+            )
         cost = self.prices.cost(model, usage)
         spend = self.by_model.setdefault(model, ModelSpend())
         spend.usage = spend.usage + usage

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,16 @@ DEMO_NOTES = {
 DEMO_QUERIES = ("how do I undo a turn?", "向量库里存的是什么？")
 
 
+def _clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal columns (CJK characters take two), with "…"."""
+    used = 0
+    for position, char in enumerate(text):
+        used += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        if used > width - 1:
+            return text[:position] + "…"
+    return text
+
+
 def rag_demo_step(store: SqliteStore, out: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest :data:`DEMO_NOTES` into ``store`` and answer :data:`DEMO_QUERIES`.
 
@@ -52,7 +63,7 @@ def rag_demo_step(store: SqliteStore, out: Callable[[str], None] = print) -> dic
         ``documents``, ``ingested``, ``unchanged``, ``chunks`` (stored in the namespace),
         and ``answers``: for each query, the ids of the sources of its top chunks.
     """
-    out("\nRAG: split, embed (offline hashing embedding), store in SQLite, retrieve")
+    out("  RAG: split, embed (offline hashing embedding), store in SQLite, retrieve")
     pipeline = RagPipeline(
         RecursiveCharacterSplitter(chunk_size=160, chunk_overlap=30),
         HashingEmbedding(),
@@ -74,9 +85,8 @@ def rag_demo_step(store: SqliteStore, out: Callable[[str], None] = print) -> dic
         answers[query] = [str(hit.document.metadata["source_id"]) for hit in hits]
         out(f"  ? {query}")
         for hit in hits:
-            text = " ".join(hit.document.content.split())
-            text = text if len(text) <= 70 else text[:69] + "…"
-            out(f"    {hit.score:.3f}  {hit.document.id}: {text}")
+            out(f"    {hit.score:.3f}  {hit.document.id}")
+            out(f"           {_clip(' '.join(hit.document.content.split()), 72)}")
     return {
         "documents": len(docs),
         "ingested": report.ingested,

@@ -13,8 +13,9 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator
 
+from agcore_lab.checks import CheckedModel, check_json
 from agcore_lab.errors import InvalidInputError
 
 __all__ = ["Document", "content_id"]
@@ -39,7 +40,7 @@ def content_id(text: str) -> str:
     return "doc_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-class Document(BaseModel):
+class Document(CheckedModel):
     """A text with an id, JSON metadata and a MIME type. Immutable.
 
     Attributes:
@@ -61,6 +62,12 @@ class Document(BaseModel):
     content: str
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     mime_type: str = "text/plain"
+
+    @field_validator("metadata")
+    @classmethod
+    def _finite(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        check_json(value, "metadata")  # NaN is not JSON: a SQLite store could not keep it
+        return value
 
     @field_validator("mime_type")
     @classmethod
@@ -125,7 +132,7 @@ class Document(BaseModel):
         file = Path(path)
         try:
             text = file.read_text(encoding=encoding)
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, LookupError) as exc:  # NUL, bad codec
             raise InvalidInputError(f"cannot read {file} as {encoding} text: {exc}") from exc
         meta: dict[str, JsonValue] = {
             "path": file.as_posix(),

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._validate import check_count
 
 __all__ = ["Embedding", "HashingEmbedding", "MockEmbedding", "as_texts", "normalize_rows"]
 
@@ -58,6 +59,8 @@ def as_texts(texts: Sequence[str] | str) -> list[str]:
     character)."""
     if isinstance(texts, str):
         raise InvalidInputError("embed() takes a sequence of texts, not a single string")
+    if not isinstance(texts, Iterable):
+        raise InvalidInputError(f"embed() takes a sequence of texts, got {type(texts).__name__}")
     items = list(texts)
     for i, text in enumerate(items):
         if not isinstance(text, str):
@@ -111,8 +114,7 @@ class HashingEmbedding:
         char_ngrams: tuple[int, int] = (2, 4),
         char_weight: float = 0.5,
     ) -> None:
-        if dim < 2:
-            raise InvalidInputError(f"dim must be at least 2, got {dim}")
+        check_count(dim, "dim", minimum=2)
         for name, (low, high) in (("word_ngrams", word_ngrams), ("char_ngrams", char_ngrams)):
             if not 1 <= low <= high:
                 raise InvalidInputError(f"{name} must be (min, max) with 1 <= min <= max")
@@ -189,8 +191,7 @@ class MockEmbedding:
     """
 
     def __init__(self, dim: int = 64, *, seed: int = 0) -> None:
-        if dim < 1:
-            raise InvalidInputError(f"dim must be at least 1, got {dim}")
+        check_count(dim, "dim")
         self._dim = dim
         self.seed = seed
         self.calls: list[list[str]] = []  # the batches embedded, for assertions in tests

@@ -20,14 +20,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import SecretStr
 
-from agcore_lab.errors import (
-    InvalidInputError,
-    ModelConnectionError,
-    ModelHTTPError,
-    ModelProtocolError,
-    ModelTimeoutError,
-)
+from agcore_lab.errors import ModelProtocolError
+from agcore_lab.llm.http_errors import HTTPFailures, check_settings, endpoint_url
 from agcore_lab.llm.retry import RETRY_STATUSES, backoff_delay
+from agcore_lab.rag._validate import check_count
 from agcore_lab.rag.embeddings import Vectors, as_texts, normalize_rows
 
 if TYPE_CHECKING:
@@ -95,22 +91,19 @@ class OpenAIEmbedding:
         extra_headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise InvalidInputError(
-                f"base_url must start with http:// or https://, got {base_url!r}"
-            )
-        if batch_size < 1 or timeout <= 0 or max_retries < 0 or min(backoff_base, backoff_max) < 0:
-            raise InvalidInputError(
-                "batch_size must be >= 1, timeout > 0; max_retries, backoff_base and "
-                "backoff_max >= 0"
-            )
-        if (dimensions is not None and dimensions < 1) or (dim is not None and dim < 1):
-            raise InvalidInputError("dimensions and dim must be positive")
+        check_settings(timeout, max_retries, backoff_base, backoff_max)
+        check_count(batch_size, "batch_size")
+        check_count(dimensions, "dimensions", optional=True)
+        check_count(dim, "dim", optional=True)
+        url = endpoint_url(base_url, "/embeddings")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self._url = f"{self.base_url}/embeddings"
+        self._url = url
         key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
         self._api_key = SecretStr(key) if key else None
+        self._failures = HTTPFailures(
+            "embeddings", url, model=model, api_key=self._api_key, timeout=timeout
+        )
         self.dimensions = dimensions
         self._dim = dimensions or dim or KNOWN_DIMENSIONS.get(model)
         self.batch_size = batch_size
@@ -125,7 +118,8 @@ class OpenAIEmbedding:
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key is not None else "None"
-        return f"OpenAIEmbedding(model={self.model!r}, base_url={self.base_url!r}, api_key={key})"
+        shown = self._failures.display_url.removesuffix("/embeddings")
+        return f"OpenAIEmbedding(model={self.model!r}, base_url={shown!r}, api_key={key})"
 
     def __enter__(self) -> OpenAIEmbedding:
         return self
@@ -224,46 +218,29 @@ class OpenAIEmbedding:
         import httpx
 
         client = self._http()
+        failures = self._failures
         attempt = 0
         while True:
             try:
-                response = client.post(self._url, json=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt >= self.max_retries:
-                    raise ModelConnectionError(
-                        f"could not connect to {self._url} after {attempt + 1} attempt(s): "
-                        f"{self._redact(str(exc) or type(exc).__name__)}",
-                        model=self.model,
-                    ) from exc
-                self._backoff(attempt, None, "connection failed")
-            except httpx.TimeoutException as exc:
-                raise ModelTimeoutError(
-                    f"{self._url} did not answer within {self.timeout}s ({type(exc).__name__})",
-                    model=self.model,
-                ) from exc
-            except httpx.TransportError as exc:
-                raise ModelConnectionError(
-                    f"request to {self._url} failed: {self._redact(str(exc))}", model=self.model
-                ) from exc
+                with failures.mapping():
+                    try:
+                        response = client.post(self._url, json=body)
+                    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                        if attempt >= self.max_retries:
+                            raise failures.connect_error(exc, attempt + 1) from exc
+                        raise _Retry(failures.describe(exc)) from exc
+            except _Retry as retry:
+                self._backoff(attempt, None, f"connection failed: {retry}")
             else:
                 if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise ModelProtocolError(
-                            f"embeddings answer is not JSON: {response.text[:200]!r}",
-                            model=self.model,
-                        ) from exc
+                    with failures.mapping(reading=True):
+                        try:
+                            return response.json()
+                        except (ValueError, RecursionError) as exc:
+                            raise failures.not_json(response.content, exc) from exc
                 status = response.status_code
                 if status not in RETRY_STATUSES or attempt >= self.max_retries:
-                    text = self._redact(response.text)
-                    retried = f" after {attempt + 1} attempts" if attempt else ""
-                    raise ModelHTTPError(
-                        f"embeddings returned HTTP {status}{retried}: {text.strip()[:200]}",
-                        status_code=status,
-                        body=text,
-                        model=self.model,
-                    )
+                    raise failures.status_error(status, response.content, attempt + 1)
                 self._backoff(attempt, response.headers, f"HTTP {status}")
             attempt += 1
 
@@ -271,7 +248,7 @@ class OpenAIEmbedding:
         delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, headers)
         logger.info(
             "%s: %s; retry %d of %d in %.2fs",
-            self._url,
+            self._failures.display_url,
             reason,
             attempt + 1,
             self.max_retries,
@@ -279,7 +256,6 @@ class OpenAIEmbedding:
         )
         time.sleep(delay)
 
-    def _redact(self, text: str) -> str:
-        if self._api_key is None:
-            return text
-        return text.replace(self._api_key.get_secret_value(), "***")
+
+class _Retry(Exception):
+    """A failed connection attempt that will be retried (internal to ``_post``)."""

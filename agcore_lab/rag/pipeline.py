@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._validate import check_count, check_filter, check_k
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.embeddings import Embedding, HashingEmbedding
 from agcore_lab.rag.splitter import RecursiveCharacterSplitter
@@ -79,6 +80,20 @@ class _Planned:
     old_ids: list[str]
 
 
+def _document_list(documents: object) -> list[Document]:
+    if isinstance(documents, Document):
+        return [documents]
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        raise InvalidInputError(
+            "ingest() takes a Document or an iterable of Documents (make one with "
+            f"Document.from_text(...)), got {type(documents).__name__}"
+        )
+    docs = list(documents)
+    if not all(isinstance(d, Document) for d in docs):
+        raise InvalidInputError("ingest() takes Document objects (Document.from_text(...))")
+    return docs
+
+
 class RagPipeline:
     """Split documents, embed the chunks in batches, keep them in a vector store; retrieve.
 
@@ -117,8 +132,7 @@ class RagPipeline:
         batch_size: int = 64,
         skip_unchanged: bool = True,
     ) -> None:
-        if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
+        check_count(batch_size, "batch_size")
         self.splitter = splitter or RecursiveCharacterSplitter()
         self.embedding: Embedding = embedding or HashingEmbedding()
         self.store: VectorStore = store if store is not None else InMemoryVectorStore()
@@ -171,7 +185,7 @@ class RagPipeline:
                 from the store's.
         """
         started = time.perf_counter()
-        docs = [documents] if isinstance(documents, Document) else list(documents)
+        docs = _document_list(documents)
         if len({d.id for d in docs}) != len(docs):
             raise InvalidInputError("document ids must be unique within one ingest")
         stored_dim = self.store.dim
@@ -279,7 +293,16 @@ class RagPipeline:
     def retrieve(
         self, query: str, k: int = 4, *, filter: MetadataFilter | None = None
     ) -> list[SearchHit]:
-        """The ``k`` chunks most similar to ``query``, best first."""
+        """The ``k`` chunks most similar to ``query``, best first.
+
+        Raises:
+            InvalidInputError: ``query`` is not a string, ``k`` is not an int >= 0, or
+                ``filter`` is not a mapping.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        check_k(k)
+        check_filter(filter)
         return self.store.search(self.embedding.embed([query])[0], k, filter)
 
     def sources(self) -> list[str]:

@@ -35,7 +35,9 @@ from typing import Literal, NamedTuple
 
 from pydantic import JsonValue
 
+from agcore_lab.checks import check_text
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._validate import check_count
 from agcore_lab.rag._walk import (
     Walk,
     walk_dropped,
@@ -105,14 +107,16 @@ class RecursiveCharacterSplitter:
         keep_separator: KeepSeparator = "end",
         strip_whitespace: bool = True,
     ) -> None:
-        if chunk_size <= 0:
-            raise InvalidInputError(f"chunk_size must be > 0, got {chunk_size}")
-        if chunk_overlap < 0:
-            raise InvalidInputError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
+        check_count(chunk_size, "chunk_size")
+        check_count(chunk_overlap, "chunk_overlap", minimum=0)
         if chunk_overlap > chunk_size:
             raise InvalidInputError(
                 f"chunk_overlap ({chunk_overlap}) must not exceed chunk_size ({chunk_size})"
             )
+        if separators is not None and (
+            isinstance(separators, str) or not isinstance(separators, Iterable)
+        ):
+            raise InvalidInputError("separators must be a non-empty sequence of strings")
         seps = tuple(DEFAULT_SEPARATORS if separators is None else separators)
         if not seps or not all(isinstance(s, str) for s in seps):
             raise InvalidInputError("separators must be a non-empty sequence of strings")
@@ -142,6 +146,7 @@ class RecursiveCharacterSplitter:
 
     def split_text(self, text: str) -> list[str]:
         """The chunks of ``text``, exactly as LangChain's ``split_text`` returns them."""
+        check_text(text, "text")
         out: list[_Raw] = []
         self._split(text, 0, self.separators, out)
         return [chunk for chunk, _, _ in out]

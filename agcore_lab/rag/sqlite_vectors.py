@@ -65,8 +65,8 @@ class SqliteVectorStore(InMemoryVectorStore):
     def __init__(
         self, store: SqliteStore, namespace: str = "default", *, capacity: int = 1024
     ) -> None:
-        if not namespace:
-            raise InvalidInputError("namespace must not be empty")
+        if not isinstance(namespace, str) or not namespace:
+            raise InvalidInputError("namespace must be a non-empty string")
         super().__init__(capacity=capacity)
         self.store = store
         self.namespace = namespace

@@ -21,6 +21,14 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import JsonValue
 
 from agcore_lab.errors import ConflictError, InvalidInputError
+from agcore_lab.rag._validate import (
+    as_float32,
+    check_count,
+    check_filter,
+    check_k,
+    check_nonzero,
+    id_list,
+)
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.embeddings import normalize_rows
 
@@ -112,10 +120,9 @@ class InMemoryVectorStore:
     """
 
     def __init__(self, dim: int | None = None, *, capacity: int = 1024) -> None:
-        if dim is not None and dim < 1:
-            raise InvalidInputError(f"dim must be positive, got {dim}")
+        dim = check_count(dim, "dim", optional=True)
         self._dim = dim
-        self._capacity = max(1, capacity)
+        self._capacity = check_count(capacity, "capacity")
         self._matrix: NDArray[np.float32] = np.empty((0, dim or 0), dtype=np.float32)
         self._count = 0
         self._ids: list[str] = []
@@ -151,14 +158,15 @@ class InMemoryVectorStore:
         """Add documents with their vectors, after removing the ids in ``replace``.
 
         Raises:
-            InvalidInputError: Not one vector per document, a vector of the wrong length or
-                with NaN / infinity, or an id twice in ``documents``.
+            InvalidInputError: Not one vector per document, a vector of the wrong length, with
+                NaN / infinity or all zeros, or an id twice in ``documents``.
             ConflictError: An id is already stored (and not in ``replace``).
         """
         docs = list(documents)
         vectors = self._vectors(docs, embeddings)
         with self._lock:
-            gone = [doc_id for doc_id in dict.fromkeys(replace) if doc_id in self._index]
+            gone = [doc_id for doc_id in dict.fromkeys(id_list(replace, name="replace"))]
+            gone = [doc_id for doc_id in gone if doc_id in self._index]
             leaving = set(gone)
             taken = [d.id for d in docs if d.id in self._index and d.id not in leaving]
             if taken:
@@ -177,9 +185,13 @@ class InMemoryVectorStore:
             self._append(docs, unit.shape[0])
 
     def remove(self, ids: Iterable[str]) -> int:
-        """Remove these ids; unknown ids are ignored (so it is idempotent)."""
+        """Remove these ids; unknown ids are ignored (so it is idempotent).
+
+        A bare string is one id: ``remove("ab")`` removes ``"ab"``.
+        """
+        wanted = id_list(ids)
         with self._lock:
-            gone = [doc_id for doc_id in dict.fromkeys(ids) if doc_id in self._index]
+            gone = [doc_id for doc_id in dict.fromkeys(wanted) if doc_id in self._index]
             if gone:
                 self._persist_remove(gone)
                 self._drop(gone)
@@ -196,7 +208,7 @@ class InMemoryVectorStore:
     def _vectors(self, docs: list[Document], embeddings: ArrayLike) -> NDArray[np.float32]:
         """Validate: a float32 ``(len(docs), dim)`` array, not yet normalized (the caller's
         own array when it already is one: it is only read, never changed)."""
-        vectors = np.asarray(embeddings, dtype=np.float32)
+        vectors = as_float32(embeddings, "embeddings", copy=False)
         if vectors.size == 0 and not docs:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(docs):
@@ -210,6 +222,7 @@ class InMemoryVectorStore:
             )
         if vectors.shape[1] == 0 or not _finite(vectors):
             raise InvalidInputError("vectors must be non-empty and finite (no NaN or infinity)")
+        check_nonzero(vectors, "vector")
         seen: set[str] = set()
         for doc in docs:
             if not isinstance(doc, Document):
@@ -285,12 +298,17 @@ class InMemoryVectorStore:
         return doc
 
     def get(self, ids: Iterable[str]) -> list[Document]:
-        """The documents with these ids, in that order; unknown ids are skipped."""
+        """The documents with these ids, in that order; unknown ids are skipped.
+
+        A bare string is one id: ``get("doc-1")`` is ``get(["doc-1"])``.
+        """
+        wanted = id_list(ids)
         with self._lock:
-            return [self._doc(self._index[i]) for i in ids if i in self._index]
+            return [self._doc(self._index[i]) for i in wanted if i in self._index]
 
     def ids(self, filter: MetadataFilter | None = None) -> list[str]:
         """The stored ids (those matching ``filter``), in insertion order."""
+        check_filter(filter)
         with self._lock:
             if not filter:
                 return list(self._ids)
@@ -320,14 +338,15 @@ class InMemoryVectorStore:
         return rows.astype(np.intp, copy=False)
 
     def _query(self, query: ArrayLike, ndim: int) -> NDArray[np.float32]:
-        vectors = np.array(query, dtype=np.float32, ndmin=ndim, copy=True)
+        vectors = as_float32(query, "query", ndmin=ndim)
         if vectors.ndim != ndim or (self._dim is not None and vectors.shape[-1] != self._dim):
             raise InvalidInputError(
                 f"query must have shape {'(dim,)' if ndim == 1 else '(n, dim)'} with dim "
                 f"{self._dim}, got {vectors.shape}"
             )
-        if not np.isfinite(vectors).all():
-            raise InvalidInputError("query must be finite (no NaN or infinity)")
+        if vectors.size == 0 or not np.isfinite(vectors).all():
+            raise InvalidInputError("query must be non-empty and finite (no NaN or infinity)")
+        check_nonzero(vectors, "query")
         normalize_rows(vectors.reshape(-1, vectors.shape[-1]))
         return vectors
 
@@ -340,11 +359,14 @@ class InMemoryVectorStore:
         ``k`` are picked with ``argpartition``. Ties are broken by insertion order.
 
         Raises:
-            InvalidInputError: The query is not one finite vector of the store's dimension.
+            InvalidInputError: The query is not one finite, non-zero vector of the store's
+                dimension; ``k`` is not an int >= 0; ``filter`` is not a mapping.
         """
+        k = check_k(k)
+        check_filter(filter)
         query = self._query(query_embedding, 1)
         with self._lock:
-            if k <= 0 or not self._count:
+            if k == 0 or not self._count:
                 return []
             scores = self._matrix[: self._count] @ query
             rows = self._matching(filter) if filter else None
@@ -355,9 +377,11 @@ class InMemoryVectorStore:
         self, query_embeddings: ArrayLike, k: int = 4, filter: MetadataFilter | None = None
     ) -> list[list[SearchHit]]:
         """:meth:`search` for many queries at once (one matrix-matrix product)."""
+        k = check_k(k)
+        check_filter(filter)
         queries = self._query(query_embeddings, 2)
         with self._lock:
-            if k <= 0 or not self._count:
+            if k == 0 or not self._count:
                 return [[] for _ in range(queries.shape[0])]
             scores = queries @ self._matrix[: self._count].T
             rows = self._matching(filter) if filter else None

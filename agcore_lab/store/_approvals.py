@@ -13,13 +13,14 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from agcore_lab.errors import ConflictError, GoneError, NotFoundError
+from agcore_lab.errors import ConflictError, GoneError, RunNotFoundError
 from agcore_lab.ids import new_id
 from agcore_lab.store.pending import TRANSITIONS, PendingToolCall
 
 __all__ = [
     "APPROVAL_SCHEMA",
     "RunNotFoundError",
+    "as_expired",
     "decide_pending",
     "expire_overdue",
     "insert_pending",
@@ -50,10 +51,6 @@ CREATE TABLE pending_calls (
 CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
 ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
 """
-
-
-class RunNotFoundError(NotFoundError):
-    """404: no such interrupted run or interrupt (in that session)."""
 
 
 def _dump(value: Any) -> str:
@@ -130,6 +127,17 @@ def expire_overdue(conn: sqlite3.Connection, now: datetime) -> int:
         "WHERE status = 'PENDING_APPROVAL' AND expires_at IS NOT NULL AND expires_at <= ?1",
         (now.isoformat(),),
     ).rowcount
+
+
+def as_expired(calls: list[PendingToolCall], now: datetime) -> list[PendingToolCall]:
+    """The calls as a listing must report them: an undecided call past its expiry is
+    ``EXPIRED`` (for a store that cannot write the transition, such as a read-only file)."""
+    return [
+        c.model_copy(update={"status": "EXPIRED", "updated_at": now})
+        if c.status == "PENDING_APPROVAL" and c.expired(now)
+        else c
+        for c in calls
+    ]
 
 
 def decide_pending(

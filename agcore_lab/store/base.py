@@ -1,6 +1,6 @@
 """The ``Store`` protocol and the records it keeps.
 
-Storage model (see DESIGN.md): each message is stored once. A slot's history is a chain of
+Storage model (see docs/design.md): each message is stored once. A slot's history is a chain of
 *links* — small rows ``(node_id, parent_node_id, message_id, depth)`` — and a slot records only
 the node at its head. Forking a slot shares the chain for free; merging adds links that point at
 existing messages; nothing is ever copied. Session memory is an append-only log with a version
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -36,7 +37,15 @@ __all__ = [
     "Store",
 ]
 
-SlotMode = Literal["full", "focused"]
+
+class SlotMode(StrEnum):
+    """How a slot builds the model's context (one definition, used by the store and the
+    agent; a plain string ``"full"`` / ``"focused"`` is accepted wherever a mode is)."""
+
+    Full = "full"
+    Focused = "focused"
+
+
 CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
 
 
@@ -84,7 +93,7 @@ class SlotRecord(BaseModel):
     parent_slot_id: str | None = None
     fork_point: int = 0
     merge_base: int = 0
-    mode: SlotMode = "full"
+    mode: SlotMode = SlotMode.Full
     head_node_id: str | None = None
     summary_override: str | None = None
     pinned_ids: list[str] = Field(default_factory=list)

@@ -154,6 +154,12 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m007_hardening(conn: sqlite3.Connection) -> None:
+    # Checkpoints are looked up by id alone (rollback, fork, preview, export); the primary
+    # key starts with session_id, so without this index each lookup scans the table.
+    _run(conn, "CREATE INDEX IF NOT EXISTS checkpoints_ckpt_id ON checkpoints(ckpt_id)")
+
+
 def _m008_model_calls(conn: sqlite3.Connection) -> None:
     _run(conn, CALL_SCHEMA)
 
@@ -169,6 +175,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_vectors,
     _m005_graph,
     _m006_shared_sessions,
+    _m007_hardening,
     _m008_model_calls,
     _m009_vector_blocks,
 ]

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agcore_lab.errors import InvalidInputError, StorageError
 from agcore_lab.store._pg_dialect import PgConnection, Row
 from agcore_lab.store._pg_schema import apply_pg_migrations
+from agcore_lab.store._sqlite_errors import decoding
 from agcore_lab.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class PostgresStore(SqliteStore):
             ) from exc
         self._psycopg = psycopg
         self.url, self.schema, self.path = url, schema, redact_url(url)
+        self.read_only = False
         self._origin = uuid.uuid4().hex[:12]
         self._channel = f"agcore_{schema}"
         self._write_key = f"agcore_lab.write.{schema}"
@@ -142,9 +144,9 @@ class PostgresStore(SqliteStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._locked_read(lambda conn: conn.execute(sql, params).fetchall())
 
-    def _locked_read(self, read: Callable[[Any], T]) -> T:
+    def _locked_read(self, read: Callable[[Any], T], table: str = "?", key: object = None) -> T:
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pool.connection() as conn, conn.transaction(), decoding(table, key):
                 return read(PgConnection(conn))
         except self._psycopg.Error as exc:
             raise StorageError(f"read failed: {exc}", path=self.path) from exc

@@ -9,6 +9,7 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -20,11 +21,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import JsonValue
 
+from agcore_lab.checks import check_json
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError, StorageError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._approvals import (
+    as_expired,
     decide_pending,
     expire_overdue,
     insert_pending,
@@ -70,6 +73,14 @@ from agcore_lab.store._sessions import (
     stored_version,
     update_session,
 )
+from agcore_lab.store._sqlite_errors import (
+    STORE_VALUE_ERRORS,
+    check_path,
+    check_timeout,
+    decoding,
+    driver_error,
+    value_error,
+)
 from agcore_lab.store.base import (
     ChangeRecord,
     CkptMeta,
@@ -103,7 +114,17 @@ class SqliteStore:
 
     Args:
         path: A file path (created with its schema on first use) or ``":memory:"``.
-        timeout: Seconds to wait for another process's write lock before failing.
+        timeout: Seconds to wait for another process's write lock before failing (>= 0).
+        read_only: Open an existing file without ever writing to it (``mode=ro``): loading,
+            listing and reading work; overdue pending calls are reported as ``EXPIRED``
+            without storing the transition; every write is a ``StorageError``.
+
+    Raises:
+        InvalidInputError: A path with a NUL character, or a negative / NaN ``timeout``.
+        StorageError: The file is not a database, or it (or its directory) cannot be made.
+
+    Text with lone surrogates (``"\\ud800"``) is refused with ``InvalidInputError`` on every
+    write: it is not valid Unicode, and SQLite stores UTF-8.
 
     Example:
         >>> store = SqliteStore(":memory:")
@@ -115,24 +136,44 @@ class SqliteStore:
         on one file (WAL journal, ``BEGIN IMMEDIATE`` writes, busy timeout).
     """
 
-    def __init__(self, path: str | Path = "agcore.db", *, timeout: float = 10.0) -> None:
-        self.path = str(path)
+    def __init__(
+        self, path: str | Path = "agcore.db", *, timeout: float = 10.0, read_only: bool = False
+    ) -> None:
+        self.path = check_path(path)
+        timeout = check_timeout(timeout)
         self._lock = threading.RLock()
         self._origin = uuid.uuid4().hex[:12]  # names this store object in the change feed
+        memory = self.path == ":memory:"
+        # A file this process may not write (permissions) is opened read-only, not failed.
+        unwritable = not memory and Path(self.path).is_file() and not os.access(self.path, os.W_OK)
+        self.read_only = (bool(read_only) or unwritable) and not memory
         try:
-            if self.path != ":memory:":
+            if not memory and not self.read_only:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            target = Path(self.path).resolve().as_uri() + "?mode=ro" if self.read_only else None
             self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                target or self.path,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=target is not None,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if self.path != ":memory:":
+            if not memory and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
-            self.schema_version = apply_migrations(self._conn)
+            self.schema_version = (
+                self._conn.execute("PRAGMA user_version").fetchone()[0]
+                if self.read_only
+                else apply_migrations(self._conn)
+            )
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open SQLite store: {exc}", path=self.path) from exc
+            raise driver_error("cannot open SQLite store", exc, self.path) from exc
+        except OSError as exc:  # the parent directory cannot be created
+            raise StorageError(
+                f"cannot create the directory for the SQLite store: {exc}", path=self.path
+            ) from exc
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r})"
@@ -145,15 +186,26 @@ class SqliteStore:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot start a write: {exc}", path=self.path) from exc
+                raise driver_error("cannot start a write", exc, self.path) from exc
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"write failed: {exc}", path=self.path) from exc
+                    raise driver_error("write failed", exc, self.path) from exc
+                if isinstance(exc, STORE_VALUE_ERRORS):
+                    raise value_error(exc) from exc
                 raise
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): ROLLBACK would then
+        # fail with "no transaction is active" and hide the real error.
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -162,7 +214,9 @@ class SqliteStore:
                 cursor.row_factory = sqlite3.Row
                 return cursor.fetchall()
             except sqlite3.Error as exc:
-                raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                raise driver_error("read failed", exc, self.path) from exc
+            except STORE_VALUE_ERRORS as exc:
+                raise value_error(exc) from exc
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -188,13 +242,15 @@ class SqliteStore:
             try:
                 self._conn.execute("BEGIN")
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot start a read: {exc}", path=self.path) from exc
+                raise driver_error("cannot start a read", exc, self.path) from exc
             try:
                 yield self._conn
             except BaseException as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                    raise driver_error("read failed", exc, self.path) from exc
+                if isinstance(exc, STORE_VALUE_ERRORS):
+                    raise value_error(exc) from exc
                 raise
             self._conn.execute("COMMIT")
 
@@ -237,12 +293,19 @@ class SqliteStore:
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""
         rows = self._read("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
-        return session_from_row(rows[0]) if rows else None
+        if not rows:
+            return None
+        with decoding("sessions", session_id):
+            return session_from_row(rows[0])
 
     def list_sessions(self) -> list[SessionRecord]:
         """All sessions, oldest first."""
         rows = self._read("SELECT * FROM sessions ORDER BY created_at, session_id")
-        return [session_from_row(r) for r in rows]
+        records = []
+        for row in rows:
+            with decoding("sessions", row["session_id"]):
+                records.append(session_from_row(row))
+        return records
 
     def session_version(self, session_id: str) -> int | None:
         """The stored version of a session, or ``None`` (one indexed read)."""
@@ -354,7 +417,9 @@ class SqliteStore:
 
     def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
-        return self._locked_read(lambda conn: read_chain(conn, head_node_id))
+        return self._locked_read(
+            lambda conn: read_chain(conn, head_node_id), "messages", head_node_id
+        )
 
     # -- checkpoints ------------------------------------------------------------------------
 
@@ -376,11 +441,15 @@ class SqliteStore:
     ) -> list[CkptMeta]:
         """Checkpoints of one session (or all), newest first; at most ``limit`` of them."""
         where, params = ("session_id = ?", [session_id]) if session_id else ("1 = 1", [])
-        return self._locked_read(lambda conn: read_checkpoints(conn, where, params, limit))
+        return self._locked_read(
+            lambda conn: read_checkpoints(conn, where, params, limit), "checkpoints", session_id
+        )
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         """One checkpoint by id, or ``None``."""
-        found = self._locked_read(lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]))
+        found = self._locked_read(
+            lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]), "checkpoints", ckpt_id
+        )
         return found[0] if found else None
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
@@ -440,23 +509,35 @@ class SqliteStore:
         self, session_id: str | None = None, *, include_resolved: bool = False
     ) -> list[PendingToolCall]:
         """Calls awaiting approval (overdue ones expire first); all of them with
-        ``include_resolved``."""
-        with self._write() as conn:
-            expire_overdue(conn, utcnow())
-        conditions = ["1 = 1"] if include_resolved else ["status = 'PENDING_APPROVAL'"]
-        params: tuple[Any, ...] = ()
-        if session_id is not None:
-            conditions.append("session_id = ?")
-            params = (session_id,)
-        where = " AND ".join(conditions)
-        return self._locked_read(lambda conn: read_pending(conn, where, params))
+        ``include_resolved``. A read-only store reports overdue calls as ``EXPIRED`` without
+        writing."""
+        now = self._expire_overdue()
+        params: tuple[Any, ...] = () if session_id is None else (session_id,)
+        where = "1 = 1" if session_id is None else "session_id = ?"
+        calls = as_expired(
+            self._locked_read(
+                lambda conn: read_pending(conn, where, params), "pending_calls", session_id
+            ),
+            now,
+        )
+        return [c for c in calls if include_resolved or c.status == "PENDING_APPROVAL"]
 
     def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
-        """One pending-call record, or ``None``."""
+        """One pending-call record, or ``None`` (an overdue call is reported as expired)."""
+        now = self._expire_overdue()
         found = self._locked_read(
-            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,))
+            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,)),
+            "pending_calls",
+            interrupt_id,
         )
-        return found[0] if found else None
+        return as_expired(found, now)[0] if found else None
+
+    def _expire_overdue(self) -> datetime:
+        now = utcnow()
+        if not self.read_only:
+            with self._write() as conn:
+                expire_overdue(conn, now)
+        return now
 
     def decide_pending(
         self,
@@ -532,12 +613,17 @@ class SqliteStore:
         with self.transaction(write=False) as conn:
             return read_calls(conn, where, params, last=last)
 
-    def _locked_read(self, read: Callable[[sqlite3.Connection], T]) -> T:
+    def _locked_read(
+        self, read: Callable[[sqlite3.Connection], T], table: str = "?", key: object = None
+    ) -> T:
         with self._lock:
             try:
-                return read(self._conn)
+                with decoding(table, key):
+                    return read(self._conn)
             except sqlite3.Error as exc:
-                raise StorageError(f"read failed: {exc}", path=self.path) from exc
+                raise driver_error("read failed", exc, self.path) from exc
+            except STORE_VALUE_ERRORS as exc:
+                raise value_error(exc) from exc
 
     # -- memory -----------------------------------------------------------------------------
 
@@ -545,9 +631,13 @@ class SqliteStore:
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:
         """Set ``key`` (keeping its first ``created_at``); return the stored entry."""
+        if not isinstance(key, str):
+            raise InvalidInputError(f"memory key must be a string, got {type(key).__name__}")
+        check_json(value, f"memory value for {key!r}")
+        check_json(metadata, f"memory metadata for {key!r}")
         try:
             value_json, metadata_json = _json(value), _json(metadata)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(
                 f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
             ) from exc
@@ -563,7 +653,9 @@ class SqliteStore:
         self, session_id: str, *, at_version: int | None = None
     ) -> list[MemoryEntry]:
         """Live entries sorted by key; as they were at ``at_version`` when given."""
-        return self._locked_read(lambda conn: read_memory(conn, session_id, at_version))
+        return self._locked_read(
+            lambda conn: read_memory(conn, session_id, at_version), "memory_log", session_id
+        )
 
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""

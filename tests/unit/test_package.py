@@ -1,4 +1,4 @@
-"""The package surface: what `import agcore_lab` loads, how fast, and what it exports."""
+"""The package surface: what `import agcore_lab` loads and what it exports."""
 
 from __future__ import annotations
 
@@ -33,18 +33,40 @@ def test_import_does_not_load_heavy_optional_libraries() -> None:
     assert loaded == ""
 
 
-def test_import_is_fast() -> None:
-    # Best of three fresh interpreters; the target is "well under a second".
-    times = [
-        float(
-            _run(
-                "import time; t = time.perf_counter(); import agcore_lab; "
-                "print(time.perf_counter() - t)"
-            )
-        )
-        for _ in range(3)
-    ]
-    assert min(times) < 1.0, times
+# What `import agcore_lab` may load besides the standard library: pydantic (and its own
+# dependencies) and numpy (the vector schema module). Anything else is a new import-time cost:
+# load it lazily, at first use. (The time itself is measured by bench/import_time.py, not
+# here: a timed assertion is flaky on a loaded machine.)
+ALLOWED_AT_IMPORT = {
+    "agcore_lab",
+    "annotated_types",
+    "numpy",
+    "pydantic",
+    "pydantic_core",
+    "typing_extensions",
+    "typing_inspection",
+}
+
+
+def test_import_loads_only_what_it_needs() -> None:
+    loaded = _run(
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import agcore_lab\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(' '.join(sorted(m for m in new - set(sys.stdlib_module_names) if m[0] != '_')))"
+    ).split()
+    assert set(loaded) <= ALLOWED_AT_IMPORT, set(loaded) - ALLOWED_AT_IMPORT
+    assert {"agcore_lab", "pydantic"} <= set(loaded)
+
+
+def test_import_loads_no_engine_extra() -> None:
+    loaded = _run(
+        "import sys, agcore_lab\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('agcore_lab.'))))"
+    ).split()
+    for lazy in ("agcore_lab.rag", "agcore_lab.kg", "agcore_lab.jupyter", "agcore_lab.llm.openai"):
+        assert lazy not in loaded, lazy
 
 
 def test_all_is_sorted_and_complete() -> None:

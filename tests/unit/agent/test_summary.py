@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from agcore_lab import (
     Agent,
@@ -25,7 +24,7 @@ from agcore_lab import (
 from agcore_lab.agent.session import SUMMARY_KEY
 from agcore_lab.agent.slots import SUMMARY_HEADER
 from agcore_lab.agent.summary import CUT_MARK, DEFAULT_SUMMARY_PROMPT, render_transcript
-from agcore_lab.errors import ModelError
+from agcore_lab.errors import InvalidInputError, ModelError
 
 LONG = "tell me about the history of the printing press in some detail please"  # ~18 tokens
 
@@ -87,7 +86,7 @@ def test_is_due_needs_the_watermark_and_the_debounce() -> None:
     [{"trigger_token_ratio": 0}, {"trigger_token_ratio": 1.5}, {"max_context_tokens": 0}],
 )
 def test_bad_settings_are_rejected(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         SummaryConfig(**bad)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
+from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.usage import DEFAULT_PRICES, CostTracker, ModelPrice, PriceTable, Usage
 
 PRICES = PriceTable(
@@ -26,7 +26,7 @@ def test_usage_adds_field_by_field() -> None:
 
 
 def test_usage_rejects_negative_counts() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         Usage(prompt_tokens=-1)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.rag import Document
@@ -24,14 +23,17 @@ def test_from_text_gets_a_stable_content_id() -> None:
 
 def test_documents_are_immutable_and_validated() -> None:
     doc = Document(id="a", content="text")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValueError, match="frozen"):  # pydantic's error: not a constructor
         doc.content = "changed"  # type: ignore[misc]
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         Document(id="", content="x")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         Document(id="a", content="x", mime_type="markdown")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         Document(id="a", content="x", metadata={"bad": object()})
+    with pytest.raises(InvalidInputError, match="NaN") as caught:
+        Document(id="a", content="x", metadata={"n": float("nan")})
+    assert caught.value.errors and caught.value.errors[0]["loc"] == ("metadata",)
 
 
 def test_repr_is_short() -> None:

@@ -141,9 +141,11 @@ def test_lengths_are_code_points() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"chunk_size": 0}, "chunk_size must be > 0"),
-        ({"chunk_size": -5}, "chunk_size must be > 0"),
+        ({"chunk_size": 0}, "chunk_size must be >= 1"),
+        ({"chunk_size": -5}, "chunk_size must be >= 1"),
         ({"chunk_size": 10, "chunk_overlap": -1}, "chunk_overlap must be >= 0"),
+        ({"chunk_size": True}, "chunk_size must be an int"),
+        ({"chunk_size": 10.0}, "chunk_size must be an int"),
         ({"chunk_size": 10, "chunk_overlap": 11}, "must not exceed chunk_size"),
         ({"separators": []}, "separators"),
         ({"keep_separator": "middle"}, "keep_separator"),

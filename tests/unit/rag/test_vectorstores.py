@@ -149,13 +149,26 @@ def test_empty_store_and_empty_add(store: VectorStore) -> None:
 
 
 def test_no_float64_and_no_matrix_copy_per_query() -> None:
+    import tracemalloc
+
     store = InMemoryVectorStore()
-    docs = _docs(*[f"d{i}" for i in range(50)])
-    store.add(docs, _vectors(docs).astype(np.float64))
-    matrix = store._matrix  # white-box: the buffer searches use
-    assert matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]
-    store.search(np.ones(16, dtype=np.float64), k=3)
-    assert store._matrix is matrix
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((20_000, 64))  # float64 in: 10 MB, 5 MB as float32
+    store.add(_docs(*[f"d{i}" for i in range(20_000)]), vectors)
+    query = rng.standard_normal(64)
+    tracemalloc.start()
+    try:
+        hits = store.search(query, k=3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A copy of the matrix (or a float64 upcast) would cost >= 5 MB here.
+    assert peak < 1_000_000, peak
+    expected = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)) @ (
+        query / np.linalg.norm(query)
+    )
+    assert [h.document.id for h in hits] == [f"d{i}" for i in np.argsort(-expected)[:3]]
+    assert all(type(h.score) is float for h in hits)
 
 
 def test_capacity_doubles_instead_of_growing_per_insert() -> None:
@@ -262,7 +275,8 @@ def test_sqlite_rows_are_flat_and_vectors_are_float32_blobs() -> None:
         content="text",
         metadata={"source_id": "d", "chunk_index": 0, "start_index": 3, "end_index": 7},
     )
-    store.add([doc], np.arange(16, dtype=np.float32)[None, :] + 1)
+    vector = np.arange(16, dtype=np.float32) + 1
+    store.add([doc], vector[None, :])
     frame = db.read_dataframe("select * from vectors")
     row = frame.iloc[0]
     assert (row["namespace"], row["doc_id"], row["source_id"]) == ("ns", "d#0", "d")
@@ -270,7 +284,7 @@ def test_sqlite_rows_are_flat_and_vectors_are_float32_blobs() -> None:
     blob = row["embedding"]
     assert isinstance(blob, bytes) and len(blob) == 16 * 4
     stored = np.frombuffer(blob, dtype="<f4")
-    assert np.allclose(stored, store._matrix[0])  # the normalized vector
+    assert np.allclose(stored, vector / np.linalg.norm(vector))  # the normalized vector
     assert np.linalg.norm(stored) == pytest.approx(1.0, abs=1e-6)
 
 
