@@ -18,12 +18,14 @@ The tree (every class below lives in this module; a test walks every subclass)::
     │   │   ├── AgentNotFoundError     no agent of that name registered with the manager
     │   │   ├── CheckpointNotFoundError
     │   │   ├── RunNotFoundError       no such interrupted run or interrupt
+    │   │   ├── CallNotFoundError      no model call with that id
     │   │   └── EntityNotFoundError    no such entity in a knowledge graph
     │   ├── ConflictError              409: run/interrupt mismatch, already resolved
     │   │   ├── StaleSessionError      a write based on an older version of the session
     │   │   └── SessionBusyError       another writer holds the session's turn lease
     │   ├── GoneError                  410: expired
     │   └── UnprocessableError         422: invalid or wrong-version snapshot
+    │       └── StoredStateError       a stored record that no longer validates
     ├── AgentRunError                  a turn could not finish
     │   ├── MaxToolRoundsError         the model kept calling tools past ``max_tool_rounds``
     │   └── SubTaskError               a dispatched sub-agent task did not complete
@@ -31,6 +33,7 @@ The tree (every class below lives in this module; a test walks every subclass)::
     │   ├── ModelHTTPError             non-2xx answer (status and body excerpt)
     │   ├── ModelTimeoutError          no answer in time
     │   ├── ModelConnectionError       could not connect
+    │   ├── ReplayMissError            a ReplayModel has no recording of the request
     │   └── ModelProtocolError         an answer that breaks the wire format
     └── StorageError                   the store failed (driver errors wrapped, never leaked)
 
@@ -48,6 +51,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentRunError",
     "AsyncBridgeError",
+    "CallNotFoundError",
     "CheckpointNotFoundError",
     "ConfigurationError",
     "ConflictError",
@@ -62,12 +66,14 @@ __all__ = [
     "ModelTimeoutError",
     "NotFoundError",
     "ProblemError",
+    "ReplayMissError",
     "RunNotFoundError",
     "SessionBusyError",
     "SessionNotFoundError",
     "SlotNotFoundError",
     "StaleSessionError",
     "StorageError",
+    "StoredStateError",
     "SubTaskError",
     "UnprocessableError",
     "UserError",
@@ -165,6 +171,10 @@ class NotFoundError(ProblemError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return AgcoreError.__str__(self)
+
+
+class CallNotFoundError(NotFoundError):
+    """404: no model call with that id in the store."""
 
 
 class SessionNotFoundError(NotFoundError):
@@ -281,6 +291,16 @@ class UnprocessableError(ProblemError):
     slug = "unprocessable-entity"
 
 
+class StoredStateError(UnprocessableError):
+    """422: a stored record (a pending call, a checkpoint) no longer validates.
+
+    The store was edited by hand or by an incompatible version; nothing was changed by the
+    request that found it. Repair or remove the record, or roll back to an earlier checkpoint.
+    """
+
+    slug = "invalid-stored-state"
+
+
 class AgentRunError(AgcoreError):
     """A turn could not finish."""
 
@@ -339,6 +359,15 @@ class ModelHTTPError(ModelError):
         super().__init__(message, status_code=status_code, body=body[:500], **context)
         self.status_code = status_code
         self.body = body[:500]
+
+
+class ReplayMissError(ModelError):
+    """A request that no recorded call answers (a strict ``ReplayModel``).
+
+    Attributes:
+        index: The position of the first message that differs from the closest recording
+            (or the request's length when it only adds messages, or differs in its tools).
+    """
 
 
 class ModelTimeoutError(ModelError):

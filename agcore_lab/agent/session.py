@@ -52,6 +52,7 @@ from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import AssistantMessage, ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker
+from agcore_lab.store._sqlite_errors import surrogate_error
 from agcore_lab.store.base import SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
@@ -334,6 +335,10 @@ class AgentSession(SessionViews, SlotOperations):
     async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("a turn needs non-empty text", session_id=self.session_id)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # refused before anything runs or is recorded
+            raise surrogate_error(exc) from exc
         async with self._lock, self._leased(wait):
             draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
             draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)

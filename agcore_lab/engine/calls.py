@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agcore_lab.errors import InvalidInputError, NotFoundError, SessionNotFoundError
+from agcore_lab.errors import CallNotFoundError, InvalidInputError, SessionNotFoundError
 from agcore_lab.llm.call_record import ModelCall, load_calls
 
 if TYPE_CHECKING:
@@ -63,10 +63,6 @@ FRAME_COLUMNS = [
     "request_hash",
     "ckpt_id",
 ]
-
-
-class CallNotFoundError(NotFoundError):
-    """404: no model call with that id in the store."""
 
 
 def _check_last(last: int | None) -> None:

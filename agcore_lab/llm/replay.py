@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from agcore_lab.errors import InvalidInputError, ModelError
+from agcore_lab.errors import InvalidInputError, ReplayMissError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.base import (
     ChatModel,
@@ -54,15 +54,6 @@ __all__ = ["ReplayMissError", "ReplayModel"]
 
 REPLAYED_KEY = "replayed_from"
 _PIECE = 16
-
-
-class ReplayMissError(ModelError):
-    """A request that no recorded call answers (a strict :class:`ReplayModel`).
-
-    Attributes:
-        index: The position of the first message that differs from the closest recording
-            (or the request's length when it only adds messages, or differs in its tools).
-    """
 
 
 def _excerpt(message: Message | None) -> str:

@@ -24,7 +24,7 @@ from agcore_lab.errors import (
     AgentRunError,
     ModelError,
     ProblemError,
-    UnprocessableError,
+    StoredStateError,
     UserError,
 )
 
@@ -57,16 +57,6 @@ _TITLES = {
     500: "Internal error",
     502: "Bad gateway",
 }
-
-
-class StoredStateError(UnprocessableError):
-    """422: a stored record (a pending call, a checkpoint) no longer validates.
-
-    The store was edited by hand or by an incompatible version; nothing was changed by the
-    request that found it. Repair or remove the record, or roll back to an earlier checkpoint.
-    """
-
-    slug = "invalid-stored-state"
 
 
 def problem(status: int, detail: str, *, slug: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -79,7 +79,9 @@ def store_info(path: str | Path) -> StoreInfo:
     try:
         tables = {
             row[0]
-            for row in store.connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            for row in store.connection.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+            )
         }
 
         def count(sql: str) -> int:

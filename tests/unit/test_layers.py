@@ -21,7 +21,9 @@ RANK = {
     "rag": 3,
     "engine": 4,
     "kg": 4,
-    "jupyter": 5,
+    "otel": 5,
+    "serve": 5,
+    "jupyter": 6,
 }
 IMPORT = re.compile(r"^\s*(?:from|import) agcore_lab\.(\w+)", re.M)
 
