@@ -1,9 +1,15 @@
 """``SessionSnapshot``: the portable, versioned export/import format of one session state.
 
 Storage never uses it (checkpoints point into stored message chains instead); it is what you
-save to a file, send elsewhere, or load into another database. The format is version 2. Fields
-added later get defaults, so older version-2 snapshots still load. A snapshot of another
-version, or with missing or wrongly typed fields, is refused with
+save to a file, send elsewhere, or load into another database. The format is version 2.
+
+Forward-compatible: a field this version does not know (written by a newer agcore_lab) is
+kept in ``extra`` — of the snapshot, a slot or a memory entry — and written back, at its
+place, when the snapshot is dumped again; an imported session keeps its snapshot's extras and
+its exports carry them. A field that is missing takes its default (``turn_index`` 0, the
+current slot ``main``, ``slots`` one empty ``main`` slot, ...). Strict where it matters: a
+snapshot of another version, or with wrongly typed fields, missing identity (``session_id``,
+``agent_name``) or dangling references, is refused with
 :class:`~agcore_lab.errors.UnprocessableError` (HTTP 422) before anything is written.
 """
 
@@ -13,13 +19,31 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from agcore_lab.errors import UnprocessableError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
-from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotMode, SlotRecord, Store
+from agcore_lab.store.base import (
+    CkptMeta,
+    LinkRecord,
+    MergeStrategyName,
+    SessionRecord,
+    SlotMode,
+    SlotRecord,
+    Store,
+)
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -33,12 +57,40 @@ __all__ = [
 SNAPSHOT_VERSION: Literal[2] = 2
 # What Agent and ContextSlot accept: a snapshot must not store what cannot be loaded again.
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+EXTRA_KEY = "snapshot_extra"  # where an imported session keeps its snapshot's unknown fields
 
 
-class SnapshotSlot(BaseModel):
-    """One slot: its settings and its history as message ids (messages are listed once)."""
+class _ForwardCompatible(BaseModel):
+    """Unknown fields go to ``extra`` on the way in and back to their place on the way out."""
 
     model_config = ConfigDict(extra="forbid")
+
+    extra: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_unknown(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = set(cls.model_fields)
+        unknown = {k: v for k, v in data.items() if k not in known}
+        if not unknown:
+            return data
+        given = data.get("extra")
+        kept = dict(given) if isinstance(given, dict) else {}
+        return {k: v for k, v in data.items() if k in known} | {"extra": {**kept, **unknown}}
+
+    @model_serializer(mode="wrap")
+    def _write_back(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        extra = data.pop("extra", None) or {}
+        return {**extra, **data}
+
+
+class SnapshotSlot(_ForwardCompatible):
+    """One slot: its settings and its history as message ids (messages are listed once)."""
 
     slot_id: str = Field(pattern=NAME_PATTERN)
     parent_slot_id: str | None = None
@@ -48,13 +100,16 @@ class SnapshotSlot(BaseModel):
     summary_override: str | None = None
     pinned_ids: list[str] = Field(default_factory=list)
     recent_window: int = Field(default=20, ge=1)
+    merge_strategy: MergeStrategyName | None = None
     message_ids: list[str] = Field(default_factory=list)
 
 
-class SnapshotMemoryEntry(BaseModel):
-    """One session-memory entry."""
+def _main_slot() -> list[SnapshotSlot]:
+    return [SnapshotSlot(slot_id="main")]
 
-    model_config = ConfigDict(extra="forbid")
+
+class SnapshotMemoryEntry(_ForwardCompatible):
+    """One session-memory entry."""
 
     key: str
     value: JsonValue
@@ -63,7 +118,7 @@ class SnapshotMemoryEntry(BaseModel):
     updated_at: datetime
 
 
-class SessionSnapshot(BaseModel):
+class SessionSnapshot(_ForwardCompatible):
     """A whole session state, self-contained.
 
     Attributes:
@@ -76,19 +131,27 @@ class SessionSnapshot(BaseModel):
         messages: Every message any slot holds, once each.
         memory: Session memory.
         ckpt_id: The checkpoint it was exported from, if any.
-    """
+        extra: Fields this version does not know, kept and written back on export.
 
-    model_config = ConfigDict(extra="forbid")
+    Example:
+        >>> snap = SessionSnapshot.parse(
+        ...     {"version": 2, "session_id": "s", "agent_name": "a", "from_the_future": 1}
+        ... )
+        >>> snap.extra, [s.slot_id for s in snap.slots]
+        ({'from_the_future': 1}, ['main'])
+        >>> snap.model_dump(mode="json")["from_the_future"]
+        1
+    """
 
     version: Literal[2] = SNAPSHOT_VERSION
     session_id: str
     agent_name: str = Field(pattern=NAME_PATTERN)
     parent_id: str | None = None
-    turn_index: int = Field(ge=0)
-    current_slot_id: str
+    turn_index: int = Field(default=0, ge=0)
+    current_slot_id: str = "main"
     last_summary_turn: int | None = None
     spend: dict[str, ModelSpend] = Field(default_factory=dict)
-    slots: list[SnapshotSlot]
+    slots: list[SnapshotSlot] = Field(default_factory=_main_slot)
     messages: list[Message] = Field(default_factory=list)
     memory: list[SnapshotMemoryEntry] = Field(default_factory=list)
     ckpt_id: str | None = None
@@ -125,7 +188,7 @@ class SessionSnapshot(BaseModel):
                 raise UnprocessableError(f"invalid snapshot: {problems}") from exc
         snapshot.check_references()
         try:  # NaN and Infinity are not JSON: the store would refuse them halfway
-            json.dumps(snapshot.model_dump(mode="json"), allow_nan=False)
+            json.dumps(snapshot.model_dump(), allow_nan=False, default=str)
         except ValueError as exc:
             raise UnprocessableError("the snapshot holds NaN or Infinity numbers") from exc
         return snapshot
@@ -169,7 +232,7 @@ class SessionSnapshot(BaseModel):
                     nodes[(head, message_id)] = link
                     links.append(link)
                 head = link.node_id
-            settings = slot.model_dump(exclude={"message_ids"})
+            settings = slot.model_dump(exclude={"message_ids", "extra"})
             slots.append(SlotRecord(session_id=session_id, head_node_id=head, **settings))
         return links, slots
 
@@ -187,7 +250,20 @@ def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
         )
         slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
     memory = store.memory_entries(meta.session_id, at_version=meta.memory_version)
+    record = store.get_session(meta.session_id)
+    kept = record.metadata.get(EXTRA_KEY) if record is not None else None
+    kept = kept if isinstance(kept, dict) else {}
+    slot_extra = kept.get("slots")
+    if isinstance(slot_extra, dict):
+        slots = [
+            s.model_copy(update={"extra": dict(slot_extra[s.slot_id])})
+            if isinstance(slot_extra.get(s.slot_id), dict)
+            else s
+            for s in slots
+        ]
+    top = kept.get("snapshot")
     return SessionSnapshot(
+        extra=dict(top) if isinstance(top, dict) else {},
         session_id=meta.session_id,
         agent_name=meta.agent_name,
         turn_index=meta.turn_index,
@@ -199,6 +275,14 @@ def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
         memory=[SnapshotMemoryEntry(**e.model_dump(exclude={"version"})) for e in memory],
         ckpt_id=meta.ckpt_id,
     )
+
+
+def _kept_extra(snap: SessionSnapshot) -> dict[str, JsonValue]:
+    # Unknown fields survive an import: the session keeps them, its exports write them back.
+    slots: dict[str, JsonValue] = {s.slot_id: dict(s.extra) for s in snap.slots if s.extra}
+    if not snap.extra and not slots:
+        return {}
+    return {EXTRA_KEY: {"snapshot": dict(snap.extra), "slots": slots}}
 
 
 def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
@@ -213,7 +297,7 @@ def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
         current_slot_id=snap.current_slot_id,
         last_summary_turn=snap.last_summary_turn,
         spend=snap.spend,
-        metadata={"imported_from": snap.session_id},
+        metadata={"imported_from": snap.session_id, **_kept_extra(snap)},
     )
     store.create_session(record)
     try:

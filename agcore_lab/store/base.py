@@ -37,6 +37,7 @@ __all__ = [
 
 SlotMode = Literal["full", "focused"]
 CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
+MergeStrategyName = Literal["append", "replace", "summarize"]
 
 
 class SessionRecord(BaseModel):
@@ -90,6 +91,7 @@ class SlotRecord(BaseModel):
     recent_window: int = 20
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    merge_strategy: MergeStrategyName | None = None
 
 
 class LinkRecord(BaseModel):
