@@ -50,6 +50,7 @@ from agcore_lab.engine import (
 from agcore_lab.errors import (
     AgcoreError,
     ConflictError,
+    CorruptRecordError,
     GoneError,
     InvalidInputError,
     MaxToolRoundsError,
@@ -177,6 +178,7 @@ __all__ = [
     "Completed",
     "ConflictError",
     "ContextSlot",
+    "CorruptRecordError",
     "CostTracker",
     "DispatchConfig",
     "DispatchError",
