@@ -517,8 +517,9 @@ class AgentSession(SessionViews, SlotOperations):
     async def summarize(self, slot_id: str | None = None) -> str:
         """Summarize a slot now, whatever the watermark says; return the summary.
 
-        The summary becomes the slot's summary override (the slot switches to Focused mode)
-        and the memory entry ``conversation_summary``.
+        The summary is written to the memory entry ``conversation_summary``. A Focused slot
+        also takes it as its summary override; a Full slot stays Full (it keeps sending the
+        whole history): a summary never changes a slot's mode.
         """
         config = self.agent.summary_config or SummaryConfig()
         async with self._lock, self._leased(0.0):
@@ -527,19 +528,24 @@ class AgentSession(SessionViews, SlotOperations):
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
         slot = self.slot(slot_id)
         model = config.summary_model or self.agent.model
-        response = await request_summary(model, config, slot.messages, slot.summary_override)
+        previous = slot.summary_override or self.session_memory.get(SUMMARY_KEY)
+        response = await request_summary(
+            model, config, slot.messages, previous if isinstance(previous, str) else None
+        )
         text = (response.message.content or "").strip()
         if not text:
             raise InvalidInputError(
                 "the model returned an empty summary", session_id=self.session_id
             )
         draft, cost = slot.copy(), self.cost_tracker.fork()
-        draft.summary_override, draft.mode = text, SlotMode.Focused
+        focused = draft.mode is SlotMode.Focused
+        if focused:  # the design's W5: only a Focused slot takes the summary as its override
+            draft.summary_override = text
         cost.record(response.model, response.usage)
         self._commit(
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
             change="slot",
-            slots=[draft.to_record(self.session_id)],
+            slots=[draft.to_record(self.session_id)] if focused else [],
         )
         self.slots[slot_id], self.cost_tracker = draft, cost
         self.last_summary_turn = self.turn_index
