@@ -46,6 +46,7 @@ from agcore_lab.engine import (
     SharedMemory,
     SubTaskError,
     SubTaskResult,
+    current_shared_memory,
 )
 from agcore_lab.errors import (
     AgcoreError,
@@ -260,6 +261,7 @@ __all__ = [
     "UserError",
     "UserMessage",
     "__version__",
+    "current_shared_memory",
     "diff_slots",
     "from_triples",
     "load_ipython_extension",

@@ -10,6 +10,7 @@ from agcore_lab.engine.dispatch import (
     SharedMemory,
     SubTaskError,
     SubTaskResult,
+    current_shared_memory,
 )
 from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
 from agcore_lab.engine.records import (
@@ -40,4 +41,5 @@ __all__ = [
     "SharedMemory",
     "SubTaskError",
     "SubTaskResult",
+    "current_shared_memory",
 ]

@@ -91,6 +91,7 @@ class SessionManager(ManagerFacades):
         self.approvals = Approvals(self)
         self.dispatcher = Dispatcher(self)
         self._live: dict[str, AgentSession] = {}
+        self._deferred: set[str] = set()  # children whose one checkpoint comes at finalize
         self._map_lock = threading.Lock()
         self._listeners: list[Callable[[ManagerEvent], None]] = []
         self._watch_interval = watch_interval
@@ -219,7 +220,8 @@ class SessionManager(ManagerFacades):
         # Runs inside the session's turn lock, after the turn was committed. A failure is
         # logged by the session's hook runner and does not fail the turn.
         self.emit("turn", session.session_id)
-        self.checkpointer.checkpoint_locked(session, source="auto")
+        if session.session_id not in self._deferred:
+            self.checkpointer.checkpoint_locked(session, source="auto")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -231,8 +233,17 @@ class SessionManager(ManagerFacades):
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
         return session.session_id
 
-    async def create_child(self, parent_id: str, agent: Agent) -> str:
+    async def create_child(
+        self, parent_id: str, agent: Agent, *, defer_checkpoint: bool = False
+    ) -> str:
         """Create a child of ``parent_id`` sharing the parent's bundle.
+
+        Args:
+            parent_id: The parent session.
+            agent: The child's agent.
+            defer_checkpoint: Write no automatic checkpoint (neither at creation nor after
+                its turns) until :meth:`finalize_child` writes the child's one checkpoint
+                (``dispatch_stream`` children).
 
         Raises:
             SessionNotFoundError: No such parent.
@@ -240,11 +251,27 @@ class SessionManager(ManagerFacades):
         self.require_stored(parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
-        session = self._attach(AgentSession(agent, bundle=bundle, parent_id=parent_id))
+        session = AgentSession(agent, bundle=bundle, parent_id=parent_id)
+        if defer_checkpoint:
+            with self._map_lock:
+                self._deferred.add(session.session_id)
+        self._attach(session)
         self.emit("created", session.session_id)
-        if self.auto_checkpoint:
+        if self.auto_checkpoint and not defer_checkpoint:
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
         return session.session_id
+
+    async def finalize_child(self, session: AgentSession) -> str | None:
+        """Write the one automatic checkpoint of a child created with ``defer_checkpoint``
+        (label ``finalize``) and checkpoint its later turns as usual again. Returns the
+        checkpoint id (``None`` when ``auto_checkpoint`` is off or it was finalized already)."""
+        with self._map_lock:
+            if session.session_id not in self._deferred:
+                return None
+            self._deferred.discard(session.session_id)
+        if not self.auto_checkpoint:
+            return None
+        return await self.checkpointer.checkpoint(session, "finalize", source="auto")
 
     async def get(self, session_id: str) -> AgentSession:
         """The live session ``session_id``.
