@@ -309,7 +309,10 @@ class CorruptRecordError(StorageError, UnprocessableError):
             instance = self.context.get("session_id") or self.context["key"]
         problem = super().to_problem(instance)
         problem.update(
-            {k: v for k, v in self.context.items() if k in ("table", "key", "session_id",
-                                                            "interrupt_id", "checkpoint_id")}
+            {
+                k: v
+                for k, v in self.context.items()
+                if k in ("table", "key", "session_id", "interrupt_id", "checkpoint_id")
+            }
         )
         return problem

@@ -35,14 +35,17 @@ from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
+from agcore_lab.agent.session_snapshot import build_from_snapshot, memory_writes, snapshot_of
 from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
+from agcore_lab.agent.snapshot import SessionSnapshot
 from agcore_lab.agent.summary import SummaryConfig, request_summary
 from agcore_lab.agent.turn import TurnDraft, resume_turn, run_turn
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
     ConfigurationError,
+    ConflictError,
     InvalidInputError,
     MaxToolRoundsError,
     SessionNotFoundError,
@@ -102,6 +105,7 @@ class AgentSession(SessionViews, SlotOperations):
         self.version = 0
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = {}
+        self.detached: SessionSnapshot | None = None
         self.store.create_session(
             self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)]
         )
@@ -160,6 +164,51 @@ class AgentSession(SessionViews, SlotOperations):
         self.version = record.version
         self.session_memory = SessionMemory(store, self.session_id)
         self.pending_interrupt_id = self._unanswered_interrupt()
+        self.detached = None
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: SessionSnapshot, agent: Agent, bundle: RuntimeBundle
+    ) -> AgentSession:
+        """A session object holding ``snapshot``'s state — pure and synchronous: it reads and
+        writes nothing.
+
+        The object is *detached* (``session.detached`` is the snapshot) until
+        ``await manager.replace(session_id, session)`` writes its state; until then it runs no
+        turn and changes nothing stored. See :meth:`Checkpointer.rollback_load` for the whole
+        four-step flow.
+
+        Example:
+            >>> from agcore_lab import Agent, ScriptedModel, SessionManager
+            >>> manager = SessionManager()
+            >>> agent = Agent(name="a", model=ScriptedModel())
+            >>> sid = manager.create_sync(agent)
+            >>> ckpt = manager.checkpointer.list_checkpoints_sync(sid)[0].ckpt_id
+            >>> snap = manager.checkpointer.rollback_load_sync(sid, ckpt)
+            >>> session = AgentSession.from_snapshot(snap, agent, manager.bundle)
+            >>> session.restore_memory_sync(), session.restore_memory_sync()
+            (0, 0)
+            >>> manager.replace_sync(sid, session)
+            >>> session.detached is None
+            True
+        """
+        return build_from_snapshot(cls, snapshot, agent, bundle)
+
+    async def restore_memory(self) -> int:
+        """Make the stored session memory equal the memory of the snapshot this session was
+        built from (``from_snapshot``); return the number of writes. Idempotent: a second
+        call writes nothing. On a session not built from a snapshot it writes nothing.
+        """
+        if self.detached is None:
+            return 0
+        async with self._lock:
+            return memory_writes(self, self.detached.memory)
+
+    async def to_snapshot(self) -> SessionSnapshot:
+        """The session's current state as a :class:`SessionSnapshot` (memory read from the
+        store; ``session_version`` is this object's version)."""
+        async with self._lock:
+            return snapshot_of(self)
 
     async def refresh(self) -> bool:
         """Reload this live session from the store if another writer moved it on.
@@ -255,7 +304,16 @@ class AgentSession(SessionViews, SlotOperations):
         """Write ``record`` (based on this object's version) with ``parts`` in one store
         transaction, then take the new version. Raises ``StaleSessionError`` /
         ``SessionBusyError`` — and writes nothing — if another writer got there first."""
+        self._require_attached()
         self.version = self.store.commit(record, lease_holder=self._holder, change=change, **parts)
+
+    def _require_attached(self) -> None:
+        if self.detached is not None:
+            raise ConflictError(
+                "this session was built from a snapshot and is not stored yet; call "
+                "manager.replace(session_id, session) first",
+                session_id=self.session_id,
+            )
 
     async def set_agent(self, agent: Agent) -> None:
         """Give the session another agent (stored by name); history and state stay.
@@ -317,6 +375,7 @@ class AgentSession(SessionViews, SlotOperations):
     async def _leased(self, wait: float) -> AsyncIterator[None]:
         # Hold the store's turn lease (so a second writer is refused before it acts), and
         # build on the latest stored state. The caller holds this object's lock.
+        self._require_attached()
         if self._holder is not None:  # nested inside a turn that holds it already
             yield
             return
@@ -573,6 +632,14 @@ class AgentSession(SessionViews, SlotOperations):
     def refresh_sync(self) -> bool:
         """Blocking twin of :meth:`refresh`."""
         return run_sync(self.refresh())
+
+    def restore_memory_sync(self) -> int:
+        """Blocking twin of :meth:`restore_memory`."""
+        return run_sync(self.restore_memory())
+
+    def to_snapshot_sync(self) -> SessionSnapshot:
+        """Blocking twin of :meth:`to_snapshot`."""
+        return run_sync(self.to_snapshot())
 
     def resume_sync(
         self, run_id: str, interrupt_id: str, decision: Decision | str, *, wait: float = 0.0

@@ -23,6 +23,7 @@ from agcore_lab.engine.approvals import Approvals
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import Dispatcher
 from agcore_lab.engine.manager_api import ManagerFacades
+from agcore_lab.engine.manager_config import SessionManagerConfig
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.errors import (
@@ -52,7 +53,11 @@ class SessionManager(ManagerFacades):
         store: Where sessions live (shortcut for ``bundle=RuntimeBundle(store=store)``).
         bundle: Services shared by the sessions; an in-memory store by default.
         agents: Agents to register, so sessions can be recovered by agent name.
-        auto_checkpoint: Write a checkpoint after every finished turn (and at creation).
+        auto_checkpoint: Write a checkpoint after every finished turn (and at creation);
+            ``True`` unless ``config`` says otherwise.
+        config: The same settings as one :class:`SessionManagerConfig` (``auto_checkpoint``,
+            ``default_bundle``, which stands for ``bundle=``); a keyword given beside it must
+            agree with it.
         watch_interval: Seconds between two looks for changes made by other processes (or
             other store objects) on the same store, while anyone listens (``add_listener``);
             ``None`` turns watching off.
@@ -79,13 +84,26 @@ class SessionManager(ManagerFacades):
         *,
         bundle: RuntimeBundle | None = None,
         agents: Iterable[Agent] = (),
-        auto_checkpoint: bool = True,
+        auto_checkpoint: bool | None = None,
         watch_interval: float | None = 0.25,
+        config: SessionManagerConfig | None = None,
     ) -> None:
+        if config is not None:
+            if auto_checkpoint is not None and auto_checkpoint != config.auto_checkpoint:
+                raise InvalidInputError(
+                    "auto_checkpoint= and config.auto_checkpoint disagree; give one of them"
+                )
+            if bundle is not None and config.default_bundle not in (None, bundle):
+                raise InvalidInputError("give either bundle= or config.default_bundle, not both")
+            auto_checkpoint = config.auto_checkpoint
+            bundle = bundle or config.default_bundle
         if bundle is not None and store is not None and bundle.store is not store:
             raise InvalidInputError("give either store= or bundle=, not two different stores")
         self.bundle = bundle or (RuntimeBundle(store=store) if store else RuntimeBundle())
-        self.auto_checkpoint = auto_checkpoint
+        self.auto_checkpoint = True if auto_checkpoint is None else auto_checkpoint
+        self.config = SessionManagerConfig(
+            auto_checkpoint=self.auto_checkpoint, default_bundle=self.bundle
+        )
         self.agents: dict[str, Agent] = {}
         self.checkpointer = Checkpointer(self)
         self.approvals = Approvals(self)
@@ -296,7 +314,12 @@ class SessionManager(ManagerFacades):
             session = self._live.get(session_id)
         return session if session is not None else await self.recover(session_id)
 
-    async def recover(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+    async def recover(
+        self,
+        session_id: str,
+        agent: Agent | None = None,
+        bundle: RuntimeBundle | None = None,
+    ) -> AgentSession:
         """Rebuild a stored session (after a kernel restart) as last committed.
 
         Normally that is its latest checkpoint. Turns committed after the latest checkpoint
@@ -306,11 +329,18 @@ class SessionManager(ManagerFacades):
         Args:
             session_id: The session.
             agent: The agent to run it; by default the registered agent of the stored name.
+            bundle: The services it uses (hooks, prices, lease time); by default the
+                manager's. Its store must be the manager's.
 
         Raises:
             SessionNotFoundError: Not in the store.
             AgentNotFoundError: No agent given and none registered under the stored name.
+            InvalidInputError: ``bundle`` has another store than the manager.
         """
+        if bundle is not None and bundle.store is not self.store:
+            raise InvalidInputError(
+                "the bundle's store is not this manager's store", session_id=session_id
+            )
         record = self.require_stored(session_id)
         if agent is None:
             agent = self.agents.get(record.agent_name)
@@ -321,7 +351,7 @@ class SessionManager(ManagerFacades):
                     session_id=session_id,
                     agent_name=record.agent_name,
                 )
-        session = self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
+        session = self._attach(AgentSession.load(session_id, agent, bundle=bundle or self.bundle))
         latest = self.store.list_checkpoints(session_id, limit=1)
         if (
             self.auto_checkpoint
@@ -368,12 +398,26 @@ class SessionManager(ManagerFacades):
         return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
 
     async def replace(self, session_id: str, session: AgentSession) -> None:
-        """Make ``session`` the live object for ``session_id`` (their ids must match)."""
+        """Make ``session`` the live object for ``session_id`` (their ids must match).
+
+        A session built with ``AgentSession.from_snapshot`` from a ``rollback_load`` snapshot
+        is written first — the rollback's one version-checked transaction (see
+        :meth:`Checkpointer.apply_snapshot`) — so the four steps end in exactly the state of
+        ``checkpointer.rollback``.
+
+        Raises:
+            InvalidInputError: The ids differ, or the snapshot is not a checkpoint of the
+                session.
+            StaleSessionError: The session changed since ``rollback_load``; nothing written.
+        """
         if session.session_id != session_id:
             raise InvalidInputError(
                 f"the session's id {session.session_id!r} is not {session_id!r}",
                 session_id=session_id,
             )
+        self.require_stored(session_id)
+        if session.detached is not None:
+            await self.checkpointer.apply_snapshot(session)
         self._attach(session)
 
     async def destroy(self, session_id: str) -> None:
@@ -495,9 +539,11 @@ class SessionManager(ManagerFacades):
         """Blocking twin of :meth:`get`."""
         return run_sync(self.get(session_id))
 
-    def recover_sync(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+    def recover_sync(
+        self, session_id: str, agent: Agent | None = None, bundle: RuntimeBundle | None = None
+    ) -> AgentSession:
         """Blocking twin of :meth:`recover`."""
-        return run_sync(self.recover(session_id, agent))
+        return run_sync(self.recover(session_id, agent, bundle))
 
     def replace_sync(self, session_id: str, session: AgentSession) -> None:
         """Blocking twin of :meth:`replace`."""

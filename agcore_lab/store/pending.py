@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -215,7 +215,7 @@ class SessionState(BaseModel):
     run_context: RunContext
 
     @classmethod
-    def parse(cls, data: SessionState | dict[str, Any] | str | bytes) -> SessionState:
+    def parse(cls, data: SessionState | dict[str, Any] | str | bytes) -> Self:
         """Validate a state snapshot.
 
         Raises:

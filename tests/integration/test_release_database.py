@@ -73,7 +73,9 @@ def test_the_release_file_is_migrated_and_nothing_is_lost(old_file: Path) -> Non
     assert {r[-1] for r in after_rows} == {2}
     # Checkpoints: the old record became the version-2 state, every field kept.
     for ckpt_id, old in before_ckpts.items():
-        (text,) = _raw(old_file, f"SELECT pending_json FROM checkpoints WHERE ckpt_id = '{ckpt_id}'")[0]
+        (text,) = _raw(
+            old_file, f"SELECT pending_json FROM checkpoints WHERE ckpt_id = '{ckpt_id}'"
+        )[0]
         stored = json.loads(str(text))
         assert stored["version"] == 2
         public = {k: v for k, v in stored.items() if k != "detail"}
@@ -96,9 +98,7 @@ def test_the_interrupted_turn_of_the_release_resumes_and_rolls_back(old_file: Pa
     assert result.reply == "done" and runs == [{"to": "u2", "amount": 100}]
     assert manager.store.get_pending(call.interrupt_id).status == "EXECUTED"  # type: ignore[union-attr]
     # Roll back to the release's checkpoint that held the call: it waits again, as a new one.
-    held = [
-        c for c in manager.checkpointer.list_checkpoints_sync(call.session_id) if c.pending
-    ][-1]
+    held = [c for c in manager.checkpointer.list_checkpoints_sync(call.session_id) if c.pending][-1]
     manager.checkpointer.rollback_sync(call.session_id, held.ckpt_id)
     again = manager.get_sync(call.session_id).pending_tool_call()
     assert again is not None and again.status == "PENDING_APPROVAL"

@@ -377,7 +377,12 @@ def test_a_strategy_given_at_merge_overrides_the_remembered_one() -> None:
     session.submit_turn_sync("also kept")
     target = session.merge_slot_sync("side", strategy="append")
     assert _texts(target.messages) == [
-        "keep", "re: keep", "also kept", "re: also kept", "more", "re: more",
+        "keep",
+        "re: keep",
+        "also kept",
+        "re: also kept",
+        "more",
+        "re: more",
     ]
     plain = session.fork_slot_sync("plain")  # no strategy: Append, as before
     assert plain.merge_strategy is None and plain.resolve_strategy() is MergeStrategy.Append

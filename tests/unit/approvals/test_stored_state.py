@@ -65,9 +65,7 @@ CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("case", list(CORRUPTIONS))
-def test_resume_of_a_corrupted_stored_call_is_422_and_writes_nothing(
-    bank: Bank, case: str
-) -> None:
+def test_resume_of_a_corrupted_stored_call_is_422_and_writes_nothing(bank: Bank, case: str) -> None:
     sid, result = bank.interrupted()
     call = result.pending_tool_call
     sql, what = CORRUPTIONS[case]

@@ -310,7 +310,9 @@ def test_a_configured_shared_namespace_is_used(tmp_path: Path) -> None:
 
     def agent(name: str, call: ToolCall) -> Agent:
         model = ScriptedModel(lambda m: call if m[-1].role == "user" else m[-1].text)
-        return Agent(name=name, model=model, tools=[Tool.from_function(note), Tool.from_function(read)])
+        return Agent(
+            name=name, model=model, tools=[Tool.from_function(note), Tool.from_function(read)]
+        )
 
     writer = agent("writer", ToolCall(name="note", arguments={"text": "meet at 5"}))
     reader = agent("reader", ToolCall(name="read", arguments={}))
