@@ -13,6 +13,7 @@ from agcore_lab.engine.dispatch import (
     current_shared_memory,
 )
 from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
+from agcore_lab.engine.manager_config import SessionManagerConfig
 from agcore_lab.engine.records import (
     CheckpointPreview,
     ManagerEvent,
@@ -35,6 +36,7 @@ __all__ = [
     "ManagerEvent",
     "PruneReport",
     "SessionManager",
+    "SessionManagerConfig",
     "SessionNode",
     "SessionSnapshot",
     "SessionTree",
