@@ -35,7 +35,7 @@ from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
-from agcore_lab.agent.session_snapshot import build_from_snapshot, memory_writes, snapshot_of
+from agcore_lab.agent.session_snapshot import SnapshotOperations
 from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
@@ -62,7 +62,7 @@ __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
 logger = logging.getLogger("agcore_lab")
 
 
-class AgentSession(SessionViews, SlotOperations):
+class AgentSession(SessionViews, SlotOperations, SnapshotOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -165,50 +165,6 @@ class AgentSession(SessionViews, SlotOperations):
         self.session_memory = SessionMemory(store, self.session_id)
         self.pending_interrupt_id = self._unanswered_interrupt()
         self.detached = None
-
-    @classmethod
-    def from_snapshot(
-        cls, snapshot: SessionSnapshot, agent: Agent, bundle: RuntimeBundle
-    ) -> AgentSession:
-        """A session object holding ``snapshot``'s state — pure and synchronous: it reads and
-        writes nothing.
-
-        The object is *detached* (``session.detached`` is the snapshot) until
-        ``await manager.replace(session_id, session)`` writes its state; until then it runs no
-        turn and changes nothing stored. See :meth:`Checkpointer.rollback_load` for the whole
-        four-step flow.
-
-        Example:
-            >>> from agcore_lab import Agent, ScriptedModel, SessionManager
-            >>> manager = SessionManager()
-            >>> agent = Agent(name="a", model=ScriptedModel())
-            >>> sid = manager.create_sync(agent)
-            >>> ckpt = manager.checkpointer.list_checkpoints_sync(sid)[0].ckpt_id
-            >>> snap = manager.checkpointer.rollback_load_sync(sid, ckpt)
-            >>> session = AgentSession.from_snapshot(snap, agent, manager.bundle)
-            >>> session.restore_memory_sync(), session.restore_memory_sync()
-            (0, 0)
-            >>> manager.replace_sync(sid, session)
-            >>> session.detached is None
-            True
-        """
-        return build_from_snapshot(cls, snapshot, agent, bundle)
-
-    async def restore_memory(self) -> int:
-        """Make the stored session memory equal the memory of the snapshot this session was
-        built from (``from_snapshot``); return the number of writes. Idempotent: a second
-        call writes nothing. On a session not built from a snapshot it writes nothing.
-        """
-        if self.detached is None:
-            return 0
-        async with self._lock:
-            return memory_writes(self, self.detached.memory)
-
-    async def to_snapshot(self) -> SessionSnapshot:
-        """The session's current state as a :class:`SessionSnapshot` (memory read from the
-        store; ``session_version`` is this object's version)."""
-        async with self._lock:
-            return snapshot_of(self)
 
     async def refresh(self) -> bool:
         """Reload this live session from the store if another writer moved it on.
@@ -632,14 +588,6 @@ class AgentSession(SessionViews, SlotOperations):
     def refresh_sync(self) -> bool:
         """Blocking twin of :meth:`refresh`."""
         return run_sync(self.refresh())
-
-    def restore_memory_sync(self) -> int:
-        """Blocking twin of :meth:`restore_memory`."""
-        return run_sync(self.restore_memory())
-
-    def to_snapshot_sync(self) -> SessionSnapshot:
-        """Blocking twin of :meth:`to_snapshot`."""
-        return run_sync(self.to_snapshot())
 
     def resume_sync(
         self, run_id: str, interrupt_id: str, decision: Decision | str, *, wait: float = 0.0

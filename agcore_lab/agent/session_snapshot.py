@@ -9,12 +9,12 @@ memory parts; ``AgentSession`` exposes them as methods.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode
 from agcore_lab.agent.snapshot import SessionSnapshot, SnapshotMemoryEntry, SnapshotSlot
-from agcore_lab.aio import CrossLoopLock
+from agcore_lab.aio import CrossLoopLock, run_sync
 from agcore_lab.errors import UnprocessableError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import Message
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from agcore_lab.agent.bundle import RuntimeBundle
     from agcore_lab.agent.session import AgentSession
 
-__all__ = ["build_from_snapshot", "memory_writes", "snapshot_of"]
+__all__ = ["SnapshotOperations", "build_from_snapshot", "memory_writes", "snapshot_of"]
 
 S = TypeVar("S", bound="AgentSession")
 
@@ -139,3 +139,62 @@ def snapshot_of(session: AgentSession) -> SessionSnapshot:
         raise UnprocessableError(
             f"this session cannot be written as a snapshot: {exc}", session_id=session.session_id
         ) from exc
+
+
+class SnapshotOperations:
+    """Build a session from a snapshot and back (mixed into ``AgentSession``)."""
+
+    detached: SessionSnapshot | None
+    _lock: CrossLoopLock
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: SessionSnapshot, agent: Agent, bundle: RuntimeBundle
+    ) -> AgentSession:
+        """A session object holding ``snapshot``'s state — pure and synchronous: it reads and
+        writes nothing.
+
+        The object is *detached* (``session.detached`` is the snapshot) until
+        ``await manager.replace(session_id, session)`` writes its state; until then it runs no
+        turn and changes nothing stored. See :meth:`Checkpointer.rollback_load` for the whole
+        four-step flow.
+
+        Example:
+            >>> from agcore_lab import Agent, AgentSession, ScriptedModel, SessionManager
+            >>> manager = SessionManager()
+            >>> agent = Agent(name="a", model=ScriptedModel())
+            >>> sid = manager.create_sync(agent)
+            >>> ckpt = manager.checkpointer.list_checkpoints_sync(sid)[0].ckpt_id
+            >>> snap = manager.checkpointer.rollback_load_sync(sid, ckpt)
+            >>> session = AgentSession.from_snapshot(snap, agent, manager.bundle)
+            >>> session.restore_memory_sync(), session.restore_memory_sync()
+            (0, 0)
+            >>> manager.replace_sync(sid, session)
+            >>> session.detached is None
+            True
+        """
+        return build_from_snapshot(cast("type[AgentSession]", cls), snapshot, agent, bundle)
+
+    async def restore_memory(self) -> int:
+        """Make the stored session memory equal the memory of the snapshot this session was
+        built from (``from_snapshot``); return the number of writes. Idempotent: a second
+        call writes nothing. On a session not built from a snapshot it writes nothing.
+        """
+        if self.detached is None:
+            return 0
+        async with self._lock:
+            return memory_writes(cast("AgentSession", self), self.detached.memory)
+
+    async def to_snapshot(self) -> SessionSnapshot:
+        """The session's current state as a :class:`SessionSnapshot` (memory read from the
+        store; ``session_version`` is this object's version)."""
+        async with self._lock:
+            return snapshot_of(cast("AgentSession", self))
+
+    def restore_memory_sync(self) -> int:
+        """Blocking twin of :meth:`restore_memory`."""
+        return run_sync(self.restore_memory())
+
+    def to_snapshot_sync(self) -> SessionSnapshot:
+        """Blocking twin of :meth:`to_snapshot`."""
+        return run_sync(self.to_snapshot())

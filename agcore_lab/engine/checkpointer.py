@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from agcore_lab.aio import run_sync
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
+from agcore_lab.engine.rollback_steps import RollbackSteps
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
 from agcore_lab.errors import (
     InvalidInputError,
@@ -51,7 +52,7 @@ class CheckpointNotFoundError(NotFoundError):
     """404: no such checkpoint (in that session)."""
 
 
-class Checkpointer:
+class Checkpointer(RollbackSteps):
     """Checkpoints of sessions: over a bare store, or for the sessions of one manager.
 
     Args:
@@ -260,26 +261,6 @@ class Checkpointer:
 
     # -- time travel ------------------------------------------------------------------------
 
-    async def rollback_load(self, session_id: str, ckpt_id: str) -> SessionSnapshot:
-        """The state of checkpoint ``ckpt_id`` as a :class:`SessionSnapshot` — a read only,
-        nothing changes. Its ``session_version`` is the session's stored version now, so
-        applying it later (``manager.replace``) refuses if the session moved on meanwhile.
-
-        The first of the design's four steps (see the module docstring); together they give
-        exactly the state of the one-call :meth:`rollback`.
-
-        Raises:
-            SessionNotFoundError: Unknown session.
-            CheckpointNotFoundError: Unknown checkpoint.
-            InvalidInputError: The checkpoint belongs to another session.
-            CorruptRecordError: The checkpoint's row cannot be read (422).
-        """
-        self._require_stored(session_id)
-        target = await self.get_checkpoint(ckpt_id, session_id)
-        snapshot = export_snapshot(self._store, target)
-        version = self._store.session_version(session_id)
-        return snapshot.model_copy(update={"session_version": version})
-
     async def rollback(self, session_id: str, ckpt_id: str) -> str:
         """Return the session — live object and store — to the checkpoint's exact state.
 
@@ -304,37 +285,6 @@ class Checkpointer:
             return marker.ckpt_id
         session = await self._manager.get_or_recover(session_id)
         target = await self.get_checkpoint(ckpt_id, session_id)
-        return await self._restore_live(session, target)
-
-    async def apply_snapshot(self, session: AgentSession) -> str:
-        """Write the state of a session built by ``AgentSession.from_snapshot`` from a
-        ``rollback_load`` snapshot: the rollback's one store transaction (slots, scalars,
-        memory, pending call, a ``rollback`` checkpoint), checked against the version the
-        snapshot was read at. ``manager.replace`` calls it. Returns the new checkpoint's id.
-
-        Raises:
-            InvalidInputError: The session is not built from a snapshot, or its snapshot is
-                not (or no longer equals) a checkpoint of this session — import such a
-                snapshot as a new session with ``import_snapshot``.
-            StaleSessionError: The session changed since ``rollback_load`` (nothing written).
-        """
-        snapshot = session.detached
-        if snapshot is None or snapshot.ckpt_id is None:
-            raise InvalidInputError(
-                "only a session built from a rollback_load snapshot can be applied; use "
-                "import_snapshot for a snapshot from elsewhere",
-                session_id=session.session_id,
-            )
-        target = await self.get_checkpoint(snapshot.ckpt_id, session.session_id)
-        ignore = {"exported_at", "session_version"}
-        expected = export_snapshot(self._store, target).model_dump(mode="json", exclude=ignore)
-        if snapshot.model_dump(mode="json", exclude=ignore) != expected:
-            raise InvalidInputError(
-                f"the snapshot differs from checkpoint {target.ckpt_id!r}; import it as a new "
-                "session with import_snapshot instead",
-                session_id=session.session_id,
-                checkpoint_id=target.ckpt_id,
-            )
         return await self._restore_live(session, target)
 
     def _marker(self, target: CkptMeta) -> CkptMeta:
@@ -497,14 +447,6 @@ class Checkpointer:
     def preview_sync(self, ckpt_id: str) -> CheckpointPreview:
         """Blocking twin of :meth:`preview`."""
         return run_sync(self.preview(ckpt_id))
-
-    def rollback_load_sync(self, session_id: str, ckpt_id: str) -> SessionSnapshot:
-        """Blocking twin of :meth:`rollback_load`."""
-        return run_sync(self.rollback_load(session_id, ckpt_id))
-
-    def apply_snapshot_sync(self, session: AgentSession) -> str:
-        """Blocking twin of :meth:`apply_snapshot`."""
-        return run_sync(self.apply_snapshot(session))
 
     def rollback_sync(self, session_id: str, ckpt_id: str) -> str:
         """Blocking twin of :meth:`rollback`."""
