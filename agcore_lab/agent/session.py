@@ -543,10 +543,12 @@ class AgentSession(SessionViews, SlotOperations, SnapshotOperations):
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
         slot = self.slot(slot_id)
         model = config.summary_model or self.agent.model
-        previous = slot.summary_override or self.session_memory.get(SUMMARY_KEY)
-        response = await request_summary(
-            model, config, slot.messages, previous if isinstance(previous, str) else None
-        )
+        previous = slot.summary_override
+        if previous is None:  # a Full slot: build on its last summary, kept in memory
+            entry = self.session_memory.get_entry(SUMMARY_KEY)
+            if entry is not None and entry.metadata.get("slot_id") == slot_id:
+                previous = entry.value if isinstance(entry.value, str) else None
+        response = await request_summary(model, config, slot.messages, previous)
         text = (response.message.content or "").strip()
         if not text:
             raise InvalidInputError(

@@ -141,6 +141,7 @@ def test_a_full_slot_stays_full_and_keeps_sending_the_whole_history() -> None:
         history = session.current_slot.messages
         assert seen[-1] == history[:-1]  # every message of the history, no summary in it
     assert len(summarizer.requests) == 2  # summaries still written (to memory) when due
+    assert "Previous summary: summary 1" in summarizer.requests[1][-1].text  # built on it
     assert session.current_slot.mode is SlotMode.Full
 
 
