@@ -173,6 +173,9 @@ def run_demo(
         slot = session.current_slot_id
         out(f"  [{slot}] you: {text}\n  [{slot}] agent: {result.reply}{used}")
 
+    # Focused: the automatic summary becomes the main slot's override (a Full slot keeps
+    # sending everything and only gets the summary in memory).
+    session.set_slot_mode_sync("focused", recent_window=6)
     out("\n1. A turn with a tool call")
     turn("What is 1200 + 345?")
     session.session_memory.set("currency", "EUR", {"source": "demo"})
@@ -217,7 +220,7 @@ def run_demo(
     out(f"  calculator: {_plural(report.turns, 'turn')}, {calls}")
     out("  slots: " + ", ".join(f"{k} ({v} messages)" for k, v in report.slots.items()))
     out(f"  automatic summary: {report.summary or '(none yet)'}")
-    out(f"  main slot mode: {report.main_mode} (a summary switches it to focused)")
+    out(f"  main slot mode: {report.main_mode} (focused: it sends the summary and a recent window)")
     out(f"  memory keys: {', '.join(report.memory_keys)}")
     out(f"  tokens: {report.tokens}   cost: ${report.cost:.6f} (illustrative prices)")
     size, forks = report.tree_sizes

@@ -36,6 +36,7 @@ The tree (every class below lives in this module; a test walks every subclass)::
     │   ├── ReplayMissError            a ReplayModel has no recording of the request
     │   └── ModelProtocolError         an answer that breaks the wire format
     └── StorageError                   the store failed (driver errors wrapped, never leaked)
+        └── CorruptRecordError (also UnprocessableError, 422)  a stored row that cannot be read
 
 Bad input is always refused before anything is stored. Misuse of settings that cannot work
 together (``store=`` and a ``bundle=`` with another store) is a :class:`ConfigurationError`
@@ -55,6 +56,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "ConfigurationError",
     "ConflictError",
+    "CorruptRecordError",
     "EntityNotFoundError",
     "GoneError",
     "InvalidInputError",
@@ -384,3 +386,38 @@ class ModelProtocolError(ModelError):
 
 class StorageError(AgcoreError):
     """The store failed; the underlying driver error is the ``__cause__``."""
+
+
+class CorruptRecordError(StorageError, UnprocessableError):
+    """422: a stored row cannot be read back (bad JSON, wrong fields, a bad timestamp, a state
+    of another version). Nothing was written; the row is left as it is, never repaired.
+
+    It is both a :class:`StorageError` (the store holds something wrong) and an
+    :class:`UnprocessableError` (a service answers 422 with problem details).
+
+    Attributes:
+        table: The table of the row.
+        key: The row's key (``ckpt_id``, ``interrupt_id``, ``session_id`` ...).
+        session_id: The session the row belongs to, when known.
+        interrupt_id: For a pending call: its interrupt.
+    """
+
+    title = "Corrupted stored record"
+    slug = "corrupt-record"
+
+    def __init__(self, message: str, *, table: str, key: str, **context: Any) -> None:
+        super().__init__(message, table=table, key=key, **context)
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        """Problem details naming the table and the row (and the session / interrupt)."""
+        if instance is None:
+            instance = self.context.get("session_id") or self.context["key"]
+        problem = super().to_problem(instance)
+        problem.update(
+            {
+                k: v
+                for k, v in self.context.items()
+                if k in ("table", "key", "session_id", "interrupt_id", "checkpoint_id")
+            }
+        )
+        return problem

@@ -48,6 +48,14 @@ class SessionMemory:
         self._version = -1
         self.refresh()
 
+    @classmethod
+    def deferred(cls, store: Store, session_id: str) -> SessionMemory:
+        """A memory that reads the store only when first used (no I/O now)."""
+        memory = cls.__new__(cls)
+        memory._store, memory.session_id = store, session_id
+        memory._entries, memory._version = {}, -1  # -1: never equal, so the first use reads
+        return memory
+
     def refresh(self) -> None:
         """Reload the entries from the store."""
         self._version = self._store.memory_version(self.session_id)

@@ -36,14 +36,17 @@ from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
 from agcore_lab.agent.lease import new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.recording import recorder_for
+from agcore_lab.agent.session_snapshot import SnapshotOperations
 from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
 from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
+from agcore_lab.agent.snapshot import SessionSnapshot
 from agcore_lab.agent.summary import SummaryConfig, request_summary
 from agcore_lab.agent.turn import TurnDraft, resume_turn, run_turn
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
     ConfigurationError,
+    ConflictError,
     InvalidInputError,
     MaxToolRoundsError,
     SessionNotFoundError,
@@ -61,7 +64,7 @@ __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
 logger = logging.getLogger("agcore_lab")
 
 
-class AgentSession(SessionViews, SlotOperations):
+class AgentSession(SessionViews, SlotOperations, SnapshotOperations):
     """A conversation with an agent, kept in a store.
 
     Args:
@@ -104,6 +107,7 @@ class AgentSession(SessionViews, SlotOperations):
         self.version = 0
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = {}
+        self.detached: SessionSnapshot | None = None
         self.store.create_session(
             self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)]
         )
@@ -162,6 +166,7 @@ class AgentSession(SessionViews, SlotOperations):
         self.version = record.version
         self.session_memory = SessionMemory(store, self.session_id)
         self.pending_interrupt_id = self._unanswered_interrupt()
+        self.detached = None
 
     async def refresh(self) -> bool:
         """Reload this live session from the store if another writer moved it on.
@@ -257,7 +262,16 @@ class AgentSession(SessionViews, SlotOperations):
         """Write ``record`` (based on this object's version) with ``parts`` in one store
         transaction, then take the new version. Raises ``StaleSessionError`` /
         ``SessionBusyError`` — and writes nothing — if another writer got there first."""
+        self._require_attached()
         self.version = self.store.commit(record, lease_holder=self._holder, change=change, **parts)
+
+    def _require_attached(self) -> None:
+        if self.detached is not None:
+            raise ConflictError(
+                "this session was built from a snapshot and is not stored yet; call "
+                "manager.replace(session_id, session) first",
+                session_id=self.session_id,
+            )
 
     async def set_agent(self, agent: Agent) -> None:
         """Give the session another agent (stored by name); history and state stay.
@@ -319,6 +333,7 @@ class AgentSession(SessionViews, SlotOperations):
     async def _leased(self, wait: float) -> AsyncIterator[None]:
         # Hold the store's turn lease (so a second writer is refused before it acts), and
         # build on the latest stored state. The caller holds this object's lock.
+        self._require_attached()
         if self._holder is not None:  # nested inside a turn that holds it already
             yield
             return
@@ -526,8 +541,9 @@ class AgentSession(SessionViews, SlotOperations):
     async def summarize(self, slot_id: str | None = None) -> str:
         """Summarize a slot now, whatever the watermark says; return the summary.
 
-        The summary becomes the slot's summary override (the slot switches to Focused mode)
-        and the memory entry ``conversation_summary``.
+        The summary is written to the memory entry ``conversation_summary``. A Focused slot
+        also takes it as its summary override; a Full slot stays Full (it keeps sending the
+        whole history): a summary never changes a slot's mode.
         """
         config = self.agent.summary_config or SummaryConfig()
         async with self._lock, self._leased(0.0):
@@ -536,22 +552,27 @@ class AgentSession(SessionViews, SlotOperations):
     async def _summarize(self, config: SummaryConfig, slot_id: str) -> str:
         slot = self.slot(slot_id)
         model = config.summary_model or self.agent.model
+        previous = slot.summary_override
+        if previous is None:  # a Full slot: build on its last summary, kept in memory
+            entry = self.session_memory.get_entry(SUMMARY_KEY)
+            if entry is not None and entry.metadata.get("slot_id") == slot_id:
+                previous = entry.value if isinstance(entry.value, str) else None
         recorder = recorder_for(self, slot, turn_index=self.turn_index, kind="summary")
-        response = await request_summary(
-            model, config, slot.messages, slot.summary_override, recorder=recorder
-        )
+        response = await request_summary(model, config, slot.messages, previous, recorder=recorder)
         text = (response.message.content or "").strip()
         if not text:
             raise InvalidInputError(
                 "the model returned an empty summary", session_id=self.session_id
             )
         draft, cost = slot.copy(), self.cost_tracker.fork()
-        draft.summary_override, draft.mode = text, SlotMode.Focused
+        focused = draft.mode is SlotMode.Focused
+        if focused:  # the design's W5: only a Focused slot takes the summary as its override
+            draft.summary_override = text
         cost.record(response.model, response.usage)
         self._commit(
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
             change="slot",
-            slots=[draft.to_record(self.session_id)],
+            slots=[draft.to_record(self.session_id)] if focused else [],
             calls=recorder.calls if recorder is not None else (),
         )
         self.slots[slot_id], self.cost_tracker = draft, cost

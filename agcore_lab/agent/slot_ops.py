@@ -86,7 +86,12 @@ class SlotOperations:
         def _leased(self, wait: float) -> AbstractAsyncContextManager[None]: ...
 
     async def fork_slot(
-        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
+        self,
+        child_id: str,
+        *,
+        from_slot: str | None = None,
+        switch: bool = False,
+        strategy: MergeStrategy | str | None = None,
     ) -> ContextSlot:
         """Fork a slot (the current one by default) into a new slot ``child_id``.
 
@@ -94,10 +99,19 @@ class SlotOperations:
             child_id: The new slot's name.
             from_slot: The slot to fork; the current slot by default.
             switch: Make the new slot current.
+            strategy: The strategy the branch will be merged back with; stored with the slot
+                and used by :meth:`merge_slot` unless it is told otherwise.
 
         Raises:
-            InvalidInputError: ``child_id`` is malformed or already used.
+            InvalidInputError: ``child_id`` is malformed or already used, or ``strategy`` is
+                not a merge strategy.
             SlotNotFoundError: ``from_slot`` does not exist.
+
+        Example:
+            >>> from agcore_lab import Agent, AgentSession, ScriptedModel
+            >>> session = AgentSession(Agent(name="a", model=ScriptedModel()))
+            >>> session.fork_slot_sync("idea", strategy="replace").merge_strategy.value
+            'replace'
         """
         async with self._lock:
             validate_slot_id(child_id)
@@ -107,7 +121,7 @@ class SlotOperations:
                     session_id=self.session_id,
                     slot_id=child_id,
                 )
-            child = self.slot(from_slot or self.current_slot_id).fork(child_id)
+            child = self.slot(from_slot or self.current_slot_id).fork(child_id, strategy)
             current = child_id if switch else self.current_slot_id
             self._commit(
                 self._record(current_slot_id=current),
@@ -204,11 +218,11 @@ class SlotOperations:
         child_id: str,
         *,
         into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
+        strategy: MergeStrategy | str | None = None,
     ) -> MergePreview:
         """Describe what :meth:`merge_slot` would do, changing nothing."""
         child, target = self._merge_pair(child_id, into)
-        strategy = MergeStrategy(strategy)
+        strategy = child.resolve_strategy(strategy)
         before = len(target.messages)
         if strategy is MergeStrategy.Replace:
             incoming, after = list(child.messages), len(child.messages)
@@ -233,9 +247,12 @@ class SlotOperations:
         child_id: str,
         *,
         into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
+        strategy: MergeStrategy | str | None = None,
     ) -> ContextSlot:
         """Merge slot ``child_id`` into ``into`` (its parent slot by default).
+
+        ``strategy`` defaults to the one given when the slot was forked
+        (``fork_slot(..., strategy=...)``), else Append.
 
         Summarize asks the model (the summary model if configured) to condense the child's
         new messages into one assistant message. Returns the updated target slot.
@@ -244,9 +261,9 @@ class SlotOperations:
             SlotNotFoundError: Either slot is unknown.
             InvalidInputError: Merging a slot into itself, or an unknown strategy.
         """
-        strategy = MergeStrategy(strategy)
         async with self._lock, self._leased(0.0):  # Summarize calls the model
             child, target = (s.copy() for s in self._merge_pair(child_id, into))
+            strategy = child.resolve_strategy(strategy)
             summary: Message | None = None
             cost = self.cost_tracker.fork()
             if strategy is MergeStrategy.Summarize:
@@ -273,10 +290,17 @@ class SlotOperations:
             return target
 
     def fork_slot_sync(
-        self, child_id: str, *, from_slot: str | None = None, switch: bool = False
+        self,
+        child_id: str,
+        *,
+        from_slot: str | None = None,
+        switch: bool = False,
+        strategy: MergeStrategy | str | None = None,
     ) -> ContextSlot:
         """Blocking twin of :meth:`fork_slot`."""
-        return run_sync(self.fork_slot(child_id, from_slot=from_slot, switch=switch))
+        return run_sync(
+            self.fork_slot(child_id, from_slot=from_slot, switch=switch, strategy=strategy)
+        )
 
     def switch_slot_sync(self, slot_id: str) -> ContextSlot:
         """Blocking twin of :meth:`switch_slot`."""
@@ -311,7 +335,7 @@ class SlotOperations:
         child_id: str,
         *,
         into: str | None = None,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
+        strategy: MergeStrategy | str | None = None,
     ) -> ContextSlot:
         """Blocking twin of :meth:`merge_slot`."""
         return run_sync(self.merge_slot(child_id, into=into, strategy=strategy))

@@ -29,7 +29,14 @@ from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
 
-__all__ = ["ContextSlot", "MergeStrategy", "SlotMode", "build_context", "validate_slot_id"]
+__all__ = [
+    "ContextSlot",
+    "MergeStrategy",
+    "SlotMode",
+    "as_strategy",
+    "build_context",
+    "validate_slot_id",
+]
 
 _SLOT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
@@ -41,6 +48,21 @@ class MergeStrategy(StrEnum):
     Append = "append"
     Replace = "replace"
     Summarize = "summarize"
+
+
+def as_strategy(strategy: MergeStrategy | str, **context: str | None) -> MergeStrategy:
+    """``strategy`` as a :class:`MergeStrategy`.
+
+    Raises:
+        InvalidInputError: Not one of ``append``, ``replace``, ``summarize``.
+    """
+    try:
+        return MergeStrategy(strategy)
+    except ValueError:
+        names = ", ".join(repr(s.value) for s in MergeStrategy)
+        raise InvalidInputError(
+            f"unknown merge strategy {strategy!r}; use one of {names}", **context
+        ) from None
 
 
 def validate_slot_id(slot_id: str) -> str:
@@ -68,6 +90,8 @@ class ContextSlot:
         fork_point: How many of the parent's messages this slot shares.
         merge_base: Messages before this index were already merged (starts at ``fork_point``).
         head_node_id: The stored chain node at the end of the history.
+        merge_strategy: The strategy this slot will be merged back with (given at fork);
+            ``merge`` uses it unless told otherwise.
     """
 
     slot_id: str
@@ -81,6 +105,7 @@ class ContextSlot:
     merge_base: int = 0
     head_node_id: str | None = None
     created_at: datetime = field(default_factory=utcnow)
+    merge_strategy: MergeStrategy | None = None
 
     def __post_init__(self) -> None:
         validate_slot_id(self.slot_id)
@@ -122,9 +147,16 @@ class ContextSlot:
             links.append(link)
         return links
 
-    def fork(self, child_id: str) -> ContextSlot:
-        """A new slot with this slot's history, remembering this slot and the fork point."""
+    def fork(self, child_id: str, strategy: MergeStrategy | str | None = None) -> ContextSlot:
+        """A new slot with this slot's history, remembering this slot, the fork point and (if
+        given) the strategy it will be merged back with.
+
+        Raises:
+            InvalidInputError: A malformed ``child_id`` or an unknown ``strategy``.
+        """
+        chosen = as_strategy(strategy, slot_id=child_id) if strategy is not None else None
         return ContextSlot(
+            merge_strategy=chosen,
             slot_id=validate_slot_id(child_id),
             messages=list(self.messages),
             mode=self.mode,
@@ -144,7 +176,7 @@ class ContextSlot:
     def merge(
         self,
         child: ContextSlot,
-        strategy: MergeStrategy | str = MergeStrategy.Append,
+        strategy: MergeStrategy | str | None = None,
         *,
         summary: Message | None = None,
     ) -> list[LinkRecord]:
@@ -152,14 +184,15 @@ class ContextSlot:
 
         Args:
             child: The slot to merge from (usually forked from this one).
-            strategy: Append, Replace or Summarize.
+            strategy: Append, Replace or Summarize; by default the child's own
+                ``merge_strategy`` (given at fork), else Append.
             summary: For Summarize, the condensed message to append (the session makes it).
 
         Raises:
             InvalidInputError: Merging a slot into itself, an unknown strategy, or Summarize
                 without a summary message.
         """
-        strategy = MergeStrategy(strategy)
+        strategy = child.resolve_strategy(strategy)
         if child is self or child.slot_id == self.slot_id:
             raise InvalidInputError("cannot merge a slot into itself", slot_id=self.slot_id)
         if strategy is MergeStrategy.Append:
@@ -177,6 +210,17 @@ class ContextSlot:
         child.merge_base = len(child.messages)
         return links
 
+    def resolve_strategy(self, strategy: MergeStrategy | str | None = None) -> MergeStrategy:
+        """The strategy a merge of this slot uses: ``strategy`` if given, else the one
+        remembered at fork, else Append.
+
+        Raises:
+            InvalidInputError: An unknown strategy.
+        """
+        if strategy is None:
+            return self.merge_strategy or MergeStrategy.Append
+        return as_strategy(strategy, slot_id=self.slot_id)
+
     def to_record(self, session_id: str) -> SlotRecord:
         """The stored form of this slot."""
         return SlotRecord(
@@ -192,6 +236,7 @@ class ContextSlot:
             recent_window=self.recent_window,
             created_at=self.created_at,
             updated_at=utcnow(),
+            merge_strategy=self.merge_strategy.value if self.merge_strategy else None,
         )
 
     @classmethod
@@ -209,6 +254,7 @@ class ContextSlot:
             merge_base=record.merge_base,
             head_node_id=record.head_node_id,
             created_at=record.created_at,
+            merge_strategy=MergeStrategy(record.merge_strategy) if record.merge_strategy else None,
         )
 
 

@@ -3,9 +3,15 @@
 After a turn, when the current slot's history passes the watermark
 (``trigger_token_ratio * max_context_tokens`` estimated tokens) and the debounce allows it
 (at least ``debounce_turns`` turns since the last summary; the first summary is always allowed),
-the model writes a summary. It becomes the slot's summary override (the slot switches to
-Focused mode, so later turns send the summary plus the recent window) and the session-memory
-entry ``conversation_summary``.
+the model writes a summary. It is always written to the session-memory entry
+``conversation_summary``. It becomes the slot's summary override only when the slot is in
+Focused mode (later turns then send the summary plus the recent window); a Full slot stays
+Full and keeps sending the whole history — a summary never switches a slot's mode.
+
+The prompt is a template: ``{messages}`` in it is replaced by the formatted transcript and the
+whole text is sent as one user message. A prompt without the placeholder is sent as the system
+message, with the transcript as a separate user message. The default prompt follows
+``SummaryConfig(language=...)``: English (``"en"``, the default) or Chinese (``"zh"``).
 
 The transcript given to the model renders each message as a line of text; tool results are cut
 to ``max_tool_result_chars``, and the whole transcript to ``max_transcript_chars`` (30,000 by
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -35,17 +41,31 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_SUMMARY_PROMPT_ZH",
     "MERGE_SUMMARY_PROMPT",
+    "MESSAGES_PLACEHOLDER",
+    "SUMMARY_PROMPTS",
+    "SummaryLanguage",
     "SummaryConfig",
     "render_transcript",
     "request_summary",
 ]
 
+MESSAGES_PLACEHOLDER = "{messages}"
 DEFAULT_SUMMARY_PROMPT = (
     "You are summarizing a conversation between a user and an AI assistant so the assistant "
     "can continue it with less context. Keep facts, decisions, names, numbers, tool results "
-    "that matter and open questions. Write plain prose, at most 200 words."
+    "that matter and open questions. Write plain prose, at most 200 words.\n\n"
+    "Conversation:\n{messages}\n\nSummary:"
 )
+DEFAULT_SUMMARY_PROMPT_ZH = (
+    "你正在为用户与 AI 助手之间的对话撰写摘要，以便助手在更少的上下文中继续对话。"
+    "请保留事实、决定、名称、数字、重要的工具结果以及尚未解决的问题。"
+    "请用简洁的段落书写，不超过 300 字。\n\n"
+    "对话内容：\n{messages}\n\n摘要："
+)
+SummaryLanguage = Literal["en", "zh"]
+SUMMARY_PROMPTS: dict[str, str] = {"en": DEFAULT_SUMMARY_PROMPT, "zh": DEFAULT_SUMMARY_PROMPT_ZH}
 MERGE_SUMMARY_PROMPT = (
     "Condense the work done in this side branch of a conversation into one message for the "
     "main conversation: what was tried, what was found, what was decided. Plain prose, at most "
@@ -60,22 +80,38 @@ class SummaryConfig(CheckedModel):
     Attributes:
         trigger_token_ratio: Summarize when history tokens pass this share of the budget.
         max_context_tokens: The model's context budget in (estimated) tokens.
-        summary_prompt: The system prompt for the summarizing call.
+        summary_prompt: The prompt of the summarizing call; ``None`` (the default) picks the
+            default prompt of ``language``. ``{messages}`` in it is replaced by the transcript
+            (sent as one user message); without the placeholder it is the system message and
+            the transcript follows as a user message.
+        language: The default prompt's language: ``"en"`` (English) or ``"zh"`` (Chinese).
         debounce_turns: At least this many turns between two summaries.
         summary_model: The model that summarizes; ``None`` means the agent's own model.
         max_tool_result_chars: Tool results are cut to this in the transcript.
         max_transcript_chars: The whole transcript is cut to this, keeping the most recent.
+
+    Example:
+        >>> SummaryConfig(language="zh").prompt == DEFAULT_SUMMARY_PROMPT_ZH
+        True
+        >>> "{messages}" in SummaryConfig().prompt
+        True
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     trigger_token_ratio: float = Field(default=0.75, gt=0, le=1)
     max_context_tokens: int = Field(default=32_000, gt=0)
-    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    summary_prompt: str | None = None
+    language: SummaryLanguage = "en"
     debounce_turns: int = Field(default=3, ge=0)
     summary_model: Any = None
     max_tool_result_chars: int = Field(default=500, ge=0)
     max_transcript_chars: int = Field(default=30_000, gt=0)
+
+    @property
+    def prompt(self) -> str:
+        """The prompt in use: ``summary_prompt``, or the default of ``language``."""
+        return self.summary_prompt or SUMMARY_PROMPTS[self.language]
 
     @property
     def watermark(self) -> int:
@@ -136,7 +172,8 @@ async def request_summary(
         config: Limits for the transcript, and the default prompt.
         messages: The conversation to summarize.
         previous_summary: An earlier summary the new one should build on.
-        prompt: A system prompt other than ``config.summary_prompt``.
+        prompt: A prompt other than ``config.prompt`` (a ``{messages}`` template, or a
+            system prompt followed by the transcript).
         recorder: Records the request as a model call (kind ``summary``).
     """
     transcript = render_transcript(
@@ -146,10 +183,12 @@ async def request_summary(
     )
     if previous_summary:
         transcript = f"Previous summary: {previous_summary}\n\nConversation:\n{transcript}"
-    request: list[Message] = [
-        SystemMessage(content=prompt or config.summary_prompt),
-        UserMessage(content=transcript),
-    ]
+    template = prompt or config.prompt
+    request: list[Message]
+    if MESSAGES_PLACEHOLDER in template:
+        request = [UserMessage(content=template.replace(MESSAGES_PLACEHOLDER, transcript))]
+    else:
+        request = [SystemMessage(content=template), UserMessage(content=transcript)]
     if recorder is None:
         return await model.complete(request)
     probe = recorder.begin(model, request)

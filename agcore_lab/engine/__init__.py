@@ -10,9 +10,11 @@ from agcore_lab.engine.dispatch import (
     SharedMemory,
     SubTaskError,
     SubTaskResult,
+    current_shared_memory,
 )
 from agcore_lab.engine.dispatch_types import DispatchFailed
 from agcore_lab.engine.manager import AgentNotFoundError, SessionManager
+from agcore_lab.engine.manager_config import SessionManagerConfig
 from agcore_lab.engine.records import (
     CheckpointPreview,
     ManagerEvent,
@@ -36,10 +38,12 @@ __all__ = [
     "ManagerEvent",
     "PruneReport",
     "SessionManager",
+    "SessionManagerConfig",
     "SessionNode",
     "SessionSnapshot",
     "SessionTree",
     "SharedMemory",
     "SubTaskError",
     "SubTaskResult",
+    "current_shared_memory",
 ]

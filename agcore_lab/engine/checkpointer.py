@@ -1,10 +1,23 @@
-"""``Checkpointer``: time travel for the sessions of a :class:`SessionManager`.
+"""``Checkpointer``: time travel for sessions — of a :class:`SessionManager`, or over a bare store.
 
 ``checkpoint`` records a session's state (slot heads into the stored message chains, scalars,
 memory version — never a copy of the history); ``rollback`` returns the live session and the
 store to exactly that state; ``fork`` starts a child session from it and leaves the original
 untouched. Rollbacks and forks are themselves recorded as checkpoints (source ``rollback`` /
 ``fork``), so the timeline shows them and nothing is lost: you can roll forward again.
+
+It works on its own over a store (``Checkpointer(store)``, the design's decision D3):
+checkpoint, list, ``rollback_load``, rollback (of the stored state), fork, prune, export,
+import and ``delete_all`` need nothing else. A manager composes one (``manager.checkpointer``)
+that also keeps its live sessions and listeners in step.
+
+``rollback_load`` is the first of the design's four steps; together they give exactly the
+state of the one-call ``rollback``::
+
+    snapshot = await checkpointer.rollback_load(session_id, ckpt_id)   # read only
+    session = AgentSession.from_snapshot(snapshot, agent, bundle)      # pure, no I/O
+    await session.restore_memory()                                     # idempotent
+    await manager.replace(session_id, session)                         # the version-checked write
 """
 
 from __future__ import annotations
@@ -15,8 +28,13 @@ from typing import TYPE_CHECKING
 from agcore_lab.aio import run_sync
 from agcore_lab.checks import check_count
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
+from agcore_lab.engine.rollback_steps import RollbackSteps
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
-from agcore_lab.errors import CheckpointNotFoundError, InvalidInputError
+from agcore_lab.errors import (
+    CheckpointNotFoundError,
+    InvalidInputError,
+    SessionNotFoundError,
+)
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
@@ -26,22 +44,65 @@ if TYPE_CHECKING:
 
     from agcore_lab.agent.session import AgentSession
     from agcore_lab.engine.host import ManagerHost
+    from agcore_lab.engine.records import EventKind
 
 __all__ = ["CheckpointNotFoundError", "Checkpointer"]
 
 
-class Checkpointer:
-    """Checkpoints of the sessions of one manager; get it as ``manager.checkpointer``.
+class Checkpointer(RollbackSteps):
+    """Checkpoints of sessions: over a bare store, or for the sessions of one manager.
+
+    Args:
+        target: A :class:`~agcore_lab.store.base.Store` (standalone: no manager needed), or
+            the manager it belongs to (``manager.checkpointer`` is made this way).
 
     All async methods have ``*_sync`` twins.
+
+    Example:
+        >>> from agcore_lab import Agent, AgentSession, ScriptedModel, SqliteStore
+        >>> store = SqliteStore(":memory:")
+        >>> session = AgentSession(Agent(name="a", model=ScriptedModel()), store=store)
+        >>> checkpointer = Checkpointer(store)
+        >>> ckpt = checkpointer.checkpoint_sync(session, "empty")
+        >>> _ = session.submit_turn_sync("hi")
+        >>> snap = checkpointer.rollback_load_sync(session.session_id, ckpt)
+        >>> snap.turn_index, session.turn_index
+        (0, 1)
+        >>> [c.label for c in checkpointer.list_checkpoints_sync(session.session_id)]
+        ['empty']
     """
 
-    def __init__(self, manager: ManagerHost) -> None:
-        self._manager = manager
+    def __init__(self, target: Store | ManagerHost) -> None:
+        self._manager: ManagerHost | None
+        self._bare: Store | None
+        if isinstance(target, Store):
+            self._manager, self._bare = None, target
+        else:
+            self._manager, self._bare = target, None
 
     @property
     def _store(self) -> Store:
-        return self._manager.store
+        if self._manager is not None:
+            return self._manager.store
+        assert self._bare is not None
+        return self._bare
+
+    @property
+    def store(self) -> Store:
+        """The store the checkpoints live in."""
+        return self._store
+
+    def _emit(self, kind: EventKind, session_id: str, **fields: str | None) -> None:
+        if self._manager is not None:
+            self._manager.emit(kind, session_id, **fields)
+
+    def _require_stored(self, session_id: str) -> SessionRecord:
+        if self._manager is not None:
+            return self._manager.require_stored(session_id)
+        record = self._store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError("no such session in the store", session_id=session_id)
+        return record
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -104,11 +165,16 @@ class Checkpointer:
         self, session: AgentSession, label: str | None = None, *, source: CheckpointSource = "auto"
     ) -> str:
         """:meth:`checkpoint` for a caller that already holds the session's turn lock."""
+        if session.store is not self._store:
+            raise InvalidInputError(
+                "the session lives in another store than this checkpointer's",
+                session_id=session.session_id,
+            )
         meta = self._meta(
             session, label=label, source=source, parent=self._latest_id(session.session_id)
         )
         self._store.put_checkpoint(meta, expected_version=session.version)
-        self._manager.emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
+        self._emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
         return meta.ckpt_id
 
     # -- reading ----------------------------------------------------------------------------
@@ -119,7 +185,7 @@ class Checkpointer:
         Raises:
             SessionNotFoundError: The session is not in the store.
         """
-        self._manager.require_stored(session_id)
+        self._require_stored(session_id)
         return self._store.list_checkpoints(session_id)
 
     async def get_checkpoint(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
@@ -197,30 +263,48 @@ class Checkpointer:
 
         Slots, messages, turn index, cost, memory, current slot and summary turn all go back.
         The rollback is recorded as a checkpoint (source ``rollback``) whose id is returned.
+        Over a bare store (``Checkpointer(store)``) it returns the stored session to that
+        state (live objects elsewhere notice through their version and refresh).
 
         Raises:
             SessionNotFoundError: Unknown session.
             CheckpointNotFoundError: Unknown checkpoint.
             InvalidInputError: The checkpoint belongs to another session.
         """
+        if self._manager is None:
+            record = self._require_stored(session_id)
+            target = await self.get_checkpoint(ckpt_id, session_id)
+            stored = self._record_at(
+                target, session_id=session_id, parent_id=record.parent_id, version=record.version
+            )
+            marker = self._marker(target)
+            self._store.restore_checkpoint(target, stored, marker)
+            return marker.ckpt_id
         session = await self._manager.get_or_recover(session_id)
         target = await self.get_checkpoint(ckpt_id, session_id)
+        return await self._restore_live(session, target)
+
+    def _marker(self, target: CkptMeta) -> CkptMeta:
+        return target.model_copy(
+            update={
+                "ckpt_id": new_id("ckpt"),
+                "parent_ckpt_id": target.ckpt_id,
+                "source": "rollback",
+                "label": f"rollback to {target.ckpt_id}",
+                "created_at": utcnow(),
+            }
+        )
+
+    async def _restore_live(self, session: AgentSession, target: CkptMeta) -> str:
+        session_id = session.session_id
         async with session.turn_lock:
             record = self._record_at(
                 target, session_id=session_id, parent_id=session.parent_id, version=session.version
             )
-            marker = target.model_copy(
-                update={
-                    "ckpt_id": new_id("ckpt"),
-                    "parent_ckpt_id": target.ckpt_id,
-                    "source": "rollback",
-                    "label": f"rollback to {target.ckpt_id}",
-                    "created_at": utcnow(),
-                }
-            )
+            marker = self._marker(target)
             self._store.restore_checkpoint(target, record, marker)
             session.restore(record.model_copy(update={"version": record.version + 1}))
-        self._manager.emit("rollback", session_id, ckpt_id=marker.ckpt_id)
+        self._emit("rollback", session_id, ckpt_id=marker.ckpt_id)
         return marker.ckpt_id
 
     @staticmethod
@@ -248,7 +332,7 @@ class Checkpointer:
         Raises:
             SessionNotFoundError, CheckpointNotFoundError, InvalidInputError: As for rollback.
         """
-        self._manager.require_stored(session_id)
+        self._require_stored(session_id)
         source = await self.get_checkpoint(ckpt_id, session_id)
         child_id = new_id("ses")
         record = self._record_at(source, session_id=child_id, parent_id=session_id)
@@ -264,8 +348,9 @@ class Checkpointer:
             }
         )
         self._store.restore_checkpoint(source, record, marker, create=True)  # the child row
-        await self._manager.adopt(child_id, parent_id=session_id)
-        self._manager.emit("fork", session_id, ckpt_id=marker.ckpt_id, new_session_id=child_id)
+        if self._manager is not None:
+            await self._manager.adopt(child_id, parent_id=session_id)
+        self._emit("fork", session_id, ckpt_id=marker.ckpt_id, new_session_id=child_id)
         return child_id
 
     async def delete_all(self, session_id: str) -> int:
@@ -340,7 +425,7 @@ class Checkpointer:
         """
         snap = SessionSnapshot.parse(snapshot)  # validates fully before any write
         session_id = import_snapshot(self._store, snap)
-        self._manager.emit("created", session_id)
+        self._emit("created", session_id)
         return session_id
 
     # -- sync twins -------------------------------------------------------------------------

@@ -14,7 +14,17 @@ Memory flows both ways:
   memory entry (written from the response unless the child wrote one itself).
 
 Siblings share data through :class:`SharedMemory`: keys ``shared:{namespace}:{key}`` kept in
-the parent session's memory (``manager.shared_memory(parent_id, namespace)``).
+the parent session's memory. The children of one dispatch share the area
+``config.shared_namespace`` — by default named after the parent, ``shared:{parent_session_id}:``.
+Each child gets a handle: ``current_shared_memory()`` inside its tools (while ``dispatch`` /
+``dispatch_all`` runs its turn) and ``dispatcher.shared_memory_for(child_id)`` from anywhere
+(the child's metadata names the area). Others reach it as ``manager.shared_memory(parent_id,
+namespace)``.
+
+Checkpoints: a ``dispatch`` / ``dispatch_all`` child is checkpointed like any session (at
+creation and after its turn). A ``dispatch_stream`` child gets exactly one automatic checkpoint,
+at finalize — when its stream ends (completed, failed, or abandoned) — and none of its own
+before.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import TurnDone, TurnEvent
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.dispatch_types import (
+    _CURRENT_SHARED,
     ChildCreated,
     Completed,
     DispatchConfig,
@@ -40,6 +51,7 @@ from agcore_lab.engine.dispatch_types import (
     SharedMemory,
     SubTaskError,
     SubTaskResult,
+    current_shared_memory,
 )
 from agcore_lab.engine.oplog import log_op
 from agcore_lab.errors import InvalidInputError
@@ -60,11 +72,13 @@ __all__ = [
     "SharedMemory",
     "SubTaskError",
     "SubTaskResult",
+    "current_shared_memory",
 ]
 
 logger = logging.getLogger("agcore_lab")
 
 RESULT_SUMMARY_KEY = "result_summary"
+SHARED_KEY = "shared_memory"  # child metadata: {"parent_id": ..., "namespace": ...}
 SUMMARY_CHARS = 1000
 
 
@@ -89,14 +103,33 @@ class Dispatcher:
         """The sibling-shared memory area ``namespace`` of ``parent_id``'s children."""
         return SharedMemory(self.store, parent_id, namespace)
 
+    def shared_memory_for(self, child_id: str) -> SharedMemory:
+        """The shared memory of the dispatch that created ``child_id`` (its siblings' area).
+
+        Raises:
+            SessionNotFoundError: Unknown child.
+            InvalidInputError: The session was not created by a dispatch.
+        """
+        record = self._host.require_stored(child_id)
+        named = record.metadata.get(SHARED_KEY)
+        if not isinstance(named, dict):
+            raise InvalidInputError(
+                "this session was not created by a dispatch", session_id=child_id
+            )
+        return SharedMemory(self.store, str(named["parent_id"]), str(named["namespace"]))
+
+    def _shared(self, parent_id: str, config: DispatchConfig) -> SharedMemory:
+        return SharedMemory(self.store, parent_id, config.shared_namespace or parent_id)
+
     def child_memory(self, child_id: str) -> dict[str, JsonValue]:
         """A child's memory (values by key), read from the store."""
         return {e.key: e.value for e in self.store.memory_entries(child_id)}
 
     async def _spawn(
-        self, parent_id: str, sub_agent: Agent, config: DispatchConfig
+        self, parent_id: str, sub_agent: Agent, config: DispatchConfig, *, stream: bool = False
     ) -> AgentSession:
         parent = await self._host.get_or_recover(parent_id)
+        shared = self._shared(parent_id, config)
         inherited: list[MemoryEntry] = []
         if config.inherit_session_memory and config.bridge_keys is not None:
             wanted = set(config.bridge_keys)
@@ -113,8 +146,9 @@ class Dispatcher:
             intro = "From the session that gave you this task:"
             prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
             agent = dataclasses.replace(sub_agent, system_prompt=prompt)
-        child_id = await self._host.create_child(parent_id, agent)
+        child_id = await self._host.create_child(parent_id, agent, defer_checkpoint=stream)
         child = await self._host.get_or_recover(child_id)
+        child.write_metadata(SHARED_KEY, {"parent_id": parent_id, "namespace": shared.namespace})
         for entry in inherited:
             child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
         return child
@@ -151,6 +185,7 @@ class Dispatcher:
         log_op(
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
+        token = _CURRENT_SHARED.set(self._shared(parent_id, config))  # this task's context only
         try:
             async with asyncio.timeout(config.timeout):
                 turn = await child.submit_turn(task)
@@ -161,6 +196,8 @@ class Dispatcher:
             raise
         except Exception as exc:
             raise self._failure(child, task, "failed", exc) from exc
+        finally:
+            _CURRENT_SHARED.reset(token)
         log_op(
             "dispatch_finished", "dispatch finished", child_id=child.session_id, status="completed"
         )
@@ -273,26 +310,49 @@ class Dispatcher:
         config: DispatchConfig | None = None,
     ) -> AsyncIterator[ChildCreated | TurnEvent | Completed | DispatchError]:
         """Stream one sub-task: ``ChildCreated``, the child's turn events, then ``Completed``
-        or ``DispatchError``. The child's turn is committed when its stream ends."""
+        or ``DispatchError``. The child's turn is committed when its stream ends; the child's
+        one automatic checkpoint is written then (finalize), before the last event — or when
+        the stream is abandoned. Inside a streamed child's tools use
+        ``dispatcher.shared_memory_for(child_id)`` (a stream's steps may run in different
+        contexts, so ``current_shared_memory()`` is not set there)."""
         config = config or DispatchConfig()
-        child = await self._spawn(parent_id, sub_agent, config)
-        yield ChildCreated(child_id=child.session_id)
-        done: TurnDone | None = None
+        child = await self._spawn(parent_id, sub_agent, config, stream=True)
+        stream = child.submit_turn_stream(task)
+        finalized = False
+
+        async def finalize() -> None:
+            nonlocal finalized
+            if finalized:
+                return
+            finalized = True
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:  # releases the child's turn lock before the checkpoint
+                await aclose()
+            await self._host.finalize_child(child)
+
         try:
-            async with asyncio.timeout(config.timeout):
-                async for event in child.submit_turn_stream(task):
-                    if isinstance(event, TurnDone):
-                        done = event
-                    yield event
-        except Exception as exc:
-            status: Literal["failed", "timed_out"] = (
-                "timed_out" if isinstance(exc, TimeoutError) else "failed"
-            )
-            self._mark(child, status)
-            yield DispatchError(child_id=child.session_id, error=f"{status}: {exc!r}")
-            return
-        assert done is not None
-        yield Completed(result=self._result(child, task, done.result.reply, done.result.usage))
+            yield ChildCreated(child_id=child.session_id)
+            done: TurnDone | None = None
+            try:
+                async with asyncio.timeout(config.timeout):
+                    async for event in stream:
+                        if isinstance(event, TurnDone):
+                            done = event
+                        yield event
+            except Exception as exc:
+                status: Literal["failed", "timed_out"] = (
+                    "timed_out" if isinstance(exc, TimeoutError) else "failed"
+                )
+                self._mark(child, status)
+                await finalize()
+                yield DispatchError(child_id=child.session_id, error=f"{status}: {exc!r}")
+                return
+            assert done is not None
+            result = self._result(child, task, done.result.reply, done.result.usage)
+            await finalize()
+            yield Completed(result=result)
+        finally:
+            await finalize()
 
     # -- sync twins -------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ the siblings' shared memory. The operations are in :mod:`agcore_lab.engine.dispa
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ __all__ = [
     "SharedMemory",
     "SubTaskError",
     "SubTaskResult",
+    "current_shared_memory",
 ]
 
 
@@ -33,7 +35,11 @@ class DispatchConfig(CheckedModel):
         max_concurrency: Children running at once in ``dispatch_all``.
         inherit_session_memory: Give children a snapshot of the parent's memory.
         bridge_keys: Which keys: ``None`` none, ``[]`` all, a list those keys.
-        shared_namespace: Name of the sibling-shared memory area (``shared:{ns}:``).
+        shared_namespace: Name of the memory area the siblings of one dispatch share: keys
+            ``shared:{name}:{key}`` in the parent's memory. ``None`` (the default) names it
+            after the parent session, ``shared:{parent_session_id}:``. Each child gets a
+            handle: ``current_shared_memory()`` inside its tools, and
+            ``dispatcher.shared_memory_for(child_id)`` from anywhere.
         timeout: Seconds a child's task may take before it is marked timed out.
     """
 
@@ -139,3 +145,31 @@ class SharedMemory:
 DispatchError = DispatchFailed
 """Deprecated alias of :class:`DispatchFailed` (the old name read like an exception class,
 but ``except DispatchError:`` raises ``TypeError``). Use ``DispatchFailed``."""
+
+
+_CURRENT_SHARED: contextvars.ContextVar[SharedMemory | None] = contextvars.ContextVar(
+    "agcore_shared_memory", default=None
+)
+
+
+def current_shared_memory() -> SharedMemory:
+    """The shared memory of the dispatch whose child is running now — call it inside a tool
+    of a sub-agent run by ``dispatch`` or ``dispatch_all`` to exchange values with siblings.
+
+    Example:
+        >>> def leave_note(text: str) -> str:
+        ...     current_shared_memory().set("note", text)
+        ...     return "noted"
+
+    Raises:
+        InvalidInputError: Not inside a dispatched child's turn (use
+            ``dispatcher.shared_memory_for(child_id)`` there).
+    """
+    shared = _CURRENT_SHARED.get()
+    if shared is None:
+        raise InvalidInputError(
+            "no dispatched child is running here; current_shared_memory() works inside the "
+            "tools of a dispatch/dispatch_all child — elsewhere use "
+            "manager.dispatcher.shared_memory_for(child_id)"
+        )
+    return shared

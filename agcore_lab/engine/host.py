@@ -51,6 +51,13 @@ class ManagerHost(Protocol):
         """Load a stored session (as stored, recording nothing) and make it live."""
         ...
 
-    async def create_child(self, parent_id: str, agent: Agent) -> str:
-        """Create a child session of ``parent_id``."""
+    async def create_child(
+        self, parent_id: str, agent: Agent, *, defer_checkpoint: bool = False
+    ) -> str:
+        """Create a child session of ``parent_id`` (``defer_checkpoint``: no automatic
+        checkpoint until ``finalize_child``)."""
+        ...
+
+    async def finalize_child(self, session: AgentSession) -> str | None:
+        """Write the one checkpoint of a child created with ``defer_checkpoint``."""
         ...

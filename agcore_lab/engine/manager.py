@@ -24,6 +24,7 @@ from agcore_lab.engine.call_ops import CallOperations
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import Dispatcher
 from agcore_lab.engine.manager_api import ManagerFacades
+from agcore_lab.engine.manager_config import SessionManagerConfig
 from agcore_lab.engine.oplog import log_event
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.engine.watch import ChangeWatcher
@@ -52,7 +53,11 @@ class SessionManager(ManagerFacades, CallOperations):
         store: Where sessions live (shortcut for ``bundle=RuntimeBundle(store=store)``).
         bundle: Services shared by the sessions; an in-memory store by default.
         agents: Agents to register, so sessions can be recovered by agent name.
-        auto_checkpoint: Write a checkpoint after every finished turn (and at creation).
+        auto_checkpoint: Write a checkpoint after every finished turn (and at creation);
+            ``True`` unless ``config`` says otherwise.
+        config: The same settings as one :class:`SessionManagerConfig` (``auto_checkpoint``,
+            ``default_bundle``, which stands for ``bundle=``); a keyword given beside it must
+            agree with it.
         watch_interval: Seconds between two looks for changes made by other processes (or
             other store objects) on the same store, while anyone listens (``add_listener``);
             ``None`` turns watching off.
@@ -79,18 +84,32 @@ class SessionManager(ManagerFacades, CallOperations):
         *,
         bundle: RuntimeBundle | None = None,
         agents: Iterable[Agent] = (),
-        auto_checkpoint: bool = True,
+        auto_checkpoint: bool | None = None,
         watch_interval: float | None = 0.25,
+        config: SessionManagerConfig | None = None,
     ) -> None:
+        if config is not None:
+            if auto_checkpoint is not None and auto_checkpoint != config.auto_checkpoint:
+                raise InvalidInputError(
+                    "auto_checkpoint= and config.auto_checkpoint disagree; give one of them"
+                )
+            if bundle is not None and config.default_bundle not in (None, bundle):
+                raise InvalidInputError("give either bundle= or config.default_bundle, not both")
+            auto_checkpoint = config.auto_checkpoint
+            bundle = bundle or config.default_bundle
         if bundle is not None and store is not None and bundle.store is not store:
             raise ConfigurationError("give either store= or bundle=, not two different stores")
         self.bundle = bundle or (RuntimeBundle(store=store) if store else RuntimeBundle())
-        self.auto_checkpoint = auto_checkpoint
+        self.auto_checkpoint = True if auto_checkpoint is None else auto_checkpoint
+        self.config = SessionManagerConfig(
+            auto_checkpoint=self.auto_checkpoint, default_bundle=self.bundle
+        )
         self.agents: dict[str, Agent] = {}
         self.checkpointer = Checkpointer(self)
         self.approvals = Approvals(self)
         self.dispatcher = Dispatcher(self)
         self._live: dict[str, AgentSession] = {}
+        self._deferred: set[str] = set()  # children whose one checkpoint comes at finalize
         self._map_lock = threading.Lock()
         self._listeners: list[Callable[[ManagerEvent], None]] = []
         self._watch_interval = watch_interval
@@ -220,7 +239,8 @@ class SessionManager(ManagerFacades, CallOperations):
         # Runs inside the session's turn lock, after the turn was committed. A failure is
         # logged by the session's hook runner and does not fail the turn.
         self.emit("turn", session.session_id)
-        self.checkpointer.checkpoint_locked(session, source="auto")
+        if session.session_id not in self._deferred:
+            self.checkpointer.checkpoint_locked(session, source="auto")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -232,8 +252,17 @@ class SessionManager(ManagerFacades, CallOperations):
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
         return session.session_id
 
-    async def create_child(self, parent_id: str, agent: Agent) -> str:
+    async def create_child(
+        self, parent_id: str, agent: Agent, *, defer_checkpoint: bool = False
+    ) -> str:
         """Create a child of ``parent_id`` sharing the parent's bundle.
+
+        Args:
+            parent_id: The parent session.
+            agent: The child's agent.
+            defer_checkpoint: Write no automatic checkpoint (neither at creation nor after
+                its turns) until :meth:`finalize_child` writes the child's one checkpoint
+                (``dispatch_stream`` children).
 
         Raises:
             SessionNotFoundError: No such parent.
@@ -241,11 +270,27 @@ class SessionManager(ManagerFacades, CallOperations):
         self.require_stored(parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
-        session = self._attach(AgentSession(agent, bundle=bundle, parent_id=parent_id))
+        session = AgentSession(agent, bundle=bundle, parent_id=parent_id)
+        if defer_checkpoint:
+            with self._map_lock:
+                self._deferred.add(session.session_id)
+        self._attach(session)
         self.emit("created", session.session_id)
-        if self.auto_checkpoint:
+        if self.auto_checkpoint and not defer_checkpoint:
             self.checkpointer.checkpoint_locked(session, "start", source="auto")
         return session.session_id
+
+    async def finalize_child(self, session: AgentSession) -> str | None:
+        """Write the one automatic checkpoint of a child created with ``defer_checkpoint``
+        (label ``finalize``) and checkpoint its later turns as usual again. Returns the
+        checkpoint id (``None`` when ``auto_checkpoint`` is off or it was finalized already)."""
+        with self._map_lock:
+            if session.session_id not in self._deferred:
+                return None
+            self._deferred.discard(session.session_id)
+        if not self.auto_checkpoint:
+            return None
+        return await self.checkpointer.checkpoint(session, "finalize", source="auto")
 
     async def get(self, session_id: str) -> AgentSession:
         """The live session ``session_id``.
@@ -270,7 +315,12 @@ class SessionManager(ManagerFacades, CallOperations):
             session = self._live.get(session_id)
         return session if session is not None else await self.recover(session_id)
 
-    async def recover(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+    async def recover(
+        self,
+        session_id: str,
+        agent: Agent | None = None,
+        bundle: RuntimeBundle | None = None,
+    ) -> AgentSession:
         """Rebuild a stored session (after a kernel restart) as last committed.
 
         Normally that is its latest checkpoint. Turns committed after the latest checkpoint
@@ -280,11 +330,18 @@ class SessionManager(ManagerFacades, CallOperations):
         Args:
             session_id: The session.
             agent: The agent to run it; by default the registered agent of the stored name.
+            bundle: The services it uses (hooks, prices, lease time); by default the
+                manager's. Its store must be the manager's.
 
         Raises:
             SessionNotFoundError: Not in the store.
             AgentNotFoundError: No agent given and none registered under the stored name.
+            InvalidInputError: ``bundle`` has another store than the manager.
         """
+        if bundle is not None and bundle.store is not self.store:
+            raise InvalidInputError(
+                "the bundle's store is not this manager's store", session_id=session_id
+            )
         record = self.require_stored(session_id)
         if agent is None:
             agent = self.agents.get(record.agent_name)
@@ -295,7 +352,7 @@ class SessionManager(ManagerFacades, CallOperations):
                     session_id=session_id,
                     agent_name=record.agent_name,
                 )
-        session = self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
+        session = self._attach(AgentSession.load(session_id, agent, bundle=bundle or self.bundle))
         latest = self.store.list_checkpoints(session_id, limit=1)
         if (
             self.auto_checkpoint
@@ -349,12 +406,26 @@ class SessionManager(ManagerFacades, CallOperations):
         return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
 
     async def replace(self, session_id: str, session: AgentSession) -> None:
-        """Make ``session`` the live object for ``session_id`` (their ids must match)."""
+        """Make ``session`` the live object for ``session_id`` (their ids must match).
+
+        A session built with ``AgentSession.from_snapshot`` from a ``rollback_load`` snapshot
+        is written first — the rollback's one version-checked transaction (see
+        :meth:`Checkpointer.apply_snapshot`) — so the four steps end in exactly the state of
+        ``checkpointer.rollback``.
+
+        Raises:
+            InvalidInputError: The ids differ, or the snapshot is not a checkpoint of the
+                session.
+            StaleSessionError: The session changed since ``rollback_load``; nothing written.
+        """
         if session.session_id != session_id:
             raise InvalidInputError(
                 f"the session's id {session.session_id!r} is not {session_id!r}",
                 session_id=session_id,
             )
+        self.require_stored(session_id)
+        if session.detached is not None:
+            await self.checkpointer.apply_snapshot(session)
         self._attach(session)
 
     async def destroy(self, session_id: str) -> None:
@@ -476,9 +547,11 @@ class SessionManager(ManagerFacades, CallOperations):
         """Blocking twin of :meth:`get`."""
         return run_sync(self.get(session_id))
 
-    def recover_sync(self, session_id: str, agent: Agent | None = None) -> AgentSession:
+    def recover_sync(
+        self, session_id: str, agent: Agent | None = None, bundle: RuntimeBundle | None = None
+    ) -> AgentSession:
         """Blocking twin of :meth:`recover`."""
-        return run_sync(self.recover(session_id, agent))
+        return run_sync(self.recover(session_id, agent, bundle))
 
     def replace_sync(self, session_id: str, session: AgentSession) -> None:
         """Blocking twin of :meth:`replace`."""

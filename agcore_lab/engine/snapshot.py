@@ -1,25 +1,23 @@
-"""``SessionSnapshot``: the portable, versioned export/import format of one session state.
+"""Export and import of :class:`SessionSnapshot` over a store.
 
-Storage never uses it (checkpoints point into stored message chains instead); it is what you
-save to a file, send elsewhere, or load into another database. The format is version 2. Fields
-added later get defaults, so older version-2 snapshots still load. A snapshot of another
-version, or with missing or wrongly typed fields, is refused with
-:class:`~agcore_lab.errors.UnprocessableError` (HTTP 422) before anything is written.
+The snapshot model itself lives in :mod:`agcore_lab.agent.snapshot` (sessions build from and
+to it, so it sits below the engine); it is re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-from typing import Any, Literal
+from pydantic import JsonValue
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
-
-from agcore_lab.errors import UnprocessableError
-from agcore_lab.ids import new_id, utcnow
+from agcore_lab.agent.snapshot import (
+    EXTRA_KEY,
+    SNAPSHOT_VERSION,
+    SessionSnapshot,
+    SnapshotMemoryEntry,
+    SnapshotSlot,
+)
+from agcore_lab.ids import new_id
 from agcore_lab.llm.messages import Message
-from agcore_lab.llm.usage import ModelSpend
-from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotMode, SlotRecord, Store
+from agcore_lab.store.base import CkptMeta, SessionRecord, Store
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -29,149 +27,6 @@ __all__ = [
     "export_snapshot",
     "import_snapshot",
 ]
-
-SNAPSHOT_VERSION: Literal[2] = 2
-# What Agent and ContextSlot accept: a snapshot must not store what cannot be loaded again.
-NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
-
-
-class SnapshotSlot(BaseModel):
-    """One slot: its settings and its history as message ids (messages are listed once)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    slot_id: str = Field(pattern=NAME_PATTERN)
-    parent_slot_id: str | None = None
-    fork_point: int = Field(default=0, ge=0)
-    merge_base: int = Field(default=0, ge=0)
-    mode: SlotMode = SlotMode.Full
-    summary_override: str | None = None
-    pinned_ids: list[str] = Field(default_factory=list)
-    recent_window: int = Field(default=20, ge=1)
-    message_ids: list[str] = Field(default_factory=list)
-
-
-class SnapshotMemoryEntry(BaseModel):
-    """One session-memory entry."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    value: JsonValue
-    metadata: dict[str, JsonValue] = Field(default_factory=dict)
-    created_at: datetime
-    updated_at: datetime
-
-
-class SessionSnapshot(BaseModel):
-    """A whole session state, self-contained.
-
-    Attributes:
-        version: Always 2.
-        session_id: The session it was taken from.
-        agent_name: The agent that ran it.
-        turn_index: Completed turns.
-        current_slot_id: The slot turns go to.
-        slots: Every slot, its history as message ids.
-        messages: Every message any slot holds, once each.
-        memory: Session memory.
-        ckpt_id: The checkpoint it was exported from, if any.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    version: Literal[2] = SNAPSHOT_VERSION
-    session_id: str
-    agent_name: str = Field(pattern=NAME_PATTERN)
-    parent_id: str | None = None
-    turn_index: int = Field(ge=0)
-    current_slot_id: str
-    last_summary_turn: int | None = None
-    spend: dict[str, ModelSpend] = Field(default_factory=dict)
-    slots: list[SnapshotSlot]
-    messages: list[Message] = Field(default_factory=list)
-    memory: list[SnapshotMemoryEntry] = Field(default_factory=list)
-    ckpt_id: str | None = None
-    exported_at: datetime = Field(default_factory=utcnow)
-
-    @classmethod
-    def parse(cls, data: SessionSnapshot | dict[str, Any] | str | bytes) -> SessionSnapshot:
-        """Validate a snapshot given as a model, a dict or JSON text.
-
-        Raises:
-            UnprocessableError: Not version 2, missing or wrongly typed fields, or slots that
-                name messages the snapshot does not carry.
-        """
-        if isinstance(data, SessionSnapshot):
-            snapshot = data
-        else:
-            try:
-                raw = json.loads(data) if isinstance(data, str | bytes) else data
-            except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8/16/32
-                raise UnprocessableError(f"the snapshot is not valid JSON: {exc}") from exc
-            if not isinstance(raw, dict):
-                raise UnprocessableError("a snapshot must be a JSON object")
-            if raw.get("version") != SNAPSHOT_VERSION:
-                raise UnprocessableError(
-                    f"snapshot version {raw.get('version')!r} is not supported; "
-                    f"this agcore_lab reads version {SNAPSHOT_VERSION}"
-                )
-            try:
-                snapshot = cls.model_validate(raw)
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
-                )
-                raise UnprocessableError(f"invalid snapshot: {problems}") from exc
-        snapshot.check_references()
-        try:  # NaN and Infinity are not JSON: the store would refuse them halfway
-            json.dumps(snapshot.model_dump(mode="json"), allow_nan=False)
-        except ValueError as exc:
-            raise UnprocessableError("the snapshot holds NaN or Infinity numbers") from exc
-        return snapshot
-
-    def check_references(self) -> None:
-        """Every slot's message ids must be in ``messages``; the current slot must exist;
-        slot ids must be unique."""
-        names = [s.slot_id for s in self.slots]
-        if len(set(names)) != len(names):
-            raise UnprocessableError(f"slot ids repeat: {sorted(names)}")
-        known = {m.id for m in self.messages}
-        for slot in self.slots:
-            missing = [i for i in slot.message_ids if i not in known]
-            if missing:
-                raise UnprocessableError(
-                    f"slot {slot.slot_id!r} names messages the snapshot lacks: {missing[:3]}"
-                )
-        if self.current_slot_id not in {s.slot_id for s in self.slots}:
-            raise UnprocessableError(f"the current slot {self.current_slot_id!r} is not in slots")
-
-    def chains(self, session_id: str) -> tuple[list[LinkRecord], list[SlotRecord]]:
-        """The links that rebuild every slot's chain (shared prefixes shared again), and the
-        slot records pointing at their heads, for a session ``session_id``."""
-        nodes: dict[tuple[str | None, str], LinkRecord] = {}
-        placed: set[str] = set()
-        links: list[LinkRecord] = []
-        slots: list[SlotRecord] = []
-        for slot in self.slots:
-            head: str | None = None
-            for depth, message_id in enumerate(slot.message_ids):
-                link = nodes.get((head, message_id))
-                if link is None:
-                    home = message_id not in placed
-                    placed.add(message_id)
-                    link = LinkRecord(
-                        node_id=message_id if home else new_id("node"),
-                        parent_node_id=head,
-                        message_id=message_id,
-                        depth=depth,
-                    )
-                    nodes[(head, message_id)] = link
-                    links.append(link)
-                head = link.node_id
-            settings = slot.model_dump(exclude={"message_ids"})
-            slots.append(SlotRecord(session_id=session_id, head_node_id=head, **settings))
-        return links, slots
 
 
 def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
@@ -187,7 +42,18 @@ def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
         )
         slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
     memory = store.memory_entries(meta.session_id, at_version=meta.memory_version)
+    record = store.get_session(meta.session_id)
+    kept = record.metadata.get(EXTRA_KEY) if record is not None else None
+    kept = kept if isinstance(kept, dict) else {}
+    slot_extra = kept.get("slots")
+    if isinstance(slot_extra, dict):
+        for index, slot_snap in enumerate(slots):
+            found = slot_extra.get(slot_snap.slot_id)
+            if isinstance(found, dict):
+                slots[index] = slot_snap.model_copy(update={"extra": dict(found)})
+    top = kept.get("snapshot")
     return SessionSnapshot(
+        extra=dict(top) if isinstance(top, dict) else {},
         session_id=meta.session_id,
         agent_name=meta.agent_name,
         turn_index=meta.turn_index,
@@ -199,6 +65,14 @@ def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
         memory=[SnapshotMemoryEntry(**e.model_dump(exclude={"version"})) for e in memory],
         ckpt_id=meta.ckpt_id,
     )
+
+
+def _kept_extra(snap: SessionSnapshot) -> dict[str, JsonValue]:
+    # Unknown fields survive an import: the session keeps them, its exports write them back.
+    slots: dict[str, JsonValue] = {s.slot_id: dict(s.extra) for s in snap.slots if s.extra}
+    if not snap.extra and not slots:
+        return {}
+    return {EXTRA_KEY: {"snapshot": dict(snap.extra), "slots": slots}}
 
 
 def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
@@ -213,7 +87,7 @@ def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
         current_slot_id=snap.current_slot_id,
         last_summary_turn=snap.last_summary_turn,
         spend=snap.spend,
-        metadata={"imported_from": snap.session_id},
+        metadata={"imported_from": snap.session_id, **_kept_extra(snap)},
     )
     store.create_session(record)
     try:

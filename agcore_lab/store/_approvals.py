@@ -13,9 +13,19 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from agcore_lab.errors import ConflictError, GoneError, RunNotFoundError
+from agcore_lab.errors import (
+    ConflictError,
+    CorruptRecordError,
+    GoneError,
+    RunNotFoundError,
+)
 from agcore_lab.ids import new_id
-from agcore_lab.store.pending import TRANSITIONS, PendingToolCall
+from agcore_lab.store.pending import (
+    STATE_VERSION,
+    TRANSITIONS,
+    PendingToolCall,
+    state_from_json,
+)
 
 __all__ = [
     "APPROVAL_SCHEMA",
@@ -64,7 +74,8 @@ def _iso(value: datetime | None) -> str | None:
 _PENDING_COLUMNS = (
     "interrupt_id, session_id, run_id, tool_call_id, tool_name, tool_args_json, status, "
     "created_at, expires_at, decided_at, decision_json, result_json, updated_at, "
-    "remaining_json, previous_interrupt_id, previously_executed, executor, executor_expires_at"
+    "remaining_json, previous_interrupt_id, previously_executed, executor, executor_expires_at, "
+    "state_version"
 )
 
 
@@ -72,7 +83,7 @@ def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
     """Insert a pending call row."""
     conn.execute(
         f"INSERT INTO pending_calls ({_PENDING_COLUMNS}) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             call.interrupt_id,
             call.session_id,
@@ -92,21 +103,54 @@ def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
             int(call.previously_executed),
             call.executor,
             _iso(call.executor_expires_at),
+            STATE_VERSION,
         ),
     )
 
 
+def _loads(row: sqlite3.Row, column: str) -> Any:
+    text = row[column]
+    return json.loads(text) if text else None
+
+
 def _from_row(row: sqlite3.Row) -> PendingToolCall:
-    return PendingToolCall.model_validate(
-        {
-            **dict(row),
-            "tool_args": json.loads(row["tool_args_json"]),
-            "decision": json.loads(row["decision_json"]) if row["decision_json"] else None,
-            "result": json.loads(row["result_json"]) if row["result_json"] else None,
-            "remaining_calls": json.loads(row["remaining_json"]),
-            "previously_executed": bool(row["previously_executed"]),
+    # The row is the flat form of the version-2 state: rebuild that state and parse it as
+    # strictly as an uploaded one, so a corrupted row is a 422 naming it, never a raw error.
+    key, session_id = row["interrupt_id"], row["session_id"]
+    context = {"table": "pending_calls", "key": key, "session_id": session_id, "interrupt_id": key}
+    try:
+        state = {
+            "version": row["state_version"],
+            "pending_tool_call": {
+                "interrupt_id": key,
+                "tool_name": row["tool_name"],
+                "tool_args": json.loads(row["tool_args_json"]),
+                "status": row["status"],
+                "expires_at": row["expires_at"],
+                "decision": _loads(row, "decision_json"),
+                "result": _loads(row, "result_json"),
+                "updated_at": row["updated_at"],
+            },
+            "run_context": {"thread_id": session_id, "run_id": row["run_id"]},
+            "detail": {
+                "tool_call_id": row["tool_call_id"],
+                "created_at": row["created_at"],
+                "decided_at": row["decided_at"],
+                "remaining_calls": json.loads(row["remaining_json"]),
+                "previous_interrupt_id": row["previous_interrupt_id"],
+                "previously_executed": bool(row["previously_executed"]),
+                "executor": row["executor"],
+                "executor_expires_at": row["executor_expires_at"],
+            },
         }
-    )
+        text = json.dumps(state)
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecordError(
+            f"a JSON column of the stored pending tool call is not valid JSON: {exc}; the row "
+            "is left as it is (restore it from a backup, or delete it)",
+            **context,
+        ) from exc
+    return state_from_json(text, **context)
 
 
 def read_pending(

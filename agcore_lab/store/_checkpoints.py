@@ -14,10 +14,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
+from agcore_lab.errors import CorruptRecordError
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
+from agcore_lab.store.pending import state_from_json
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
@@ -66,6 +68,7 @@ _SLOT_STATE_FIELDS = (
     "pinned_ids",
     "recent_window",
     "created_at",
+    "merge_strategy",
 )
 _SPEND = TypeAdapter(dict[str, ModelSpend])
 
@@ -89,25 +92,43 @@ def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
         slot.recent_window,
         slot.created_at.isoformat(),
         slot.updated_at.isoformat(),
+        slot.merge_strategy,
     )
 
 
 def slot_from_row(row: sqlite3.Row) -> SlotRecord:
-    """The ``SlotRecord`` of a row of ``slots``."""
-    return SlotRecord.model_validate({**dict(row), "pinned_ids": json.loads(row["pinned_json"])})
+    """The ``SlotRecord`` of a row of ``slots``.
+
+    Raises:
+        CorruptRecordError: The row does not parse (bad JSON, a bad timestamp, bad fields).
+    """
+    try:
+        return SlotRecord.model_validate(
+            {**dict(row), "pinned_ids": json.loads(row["pinned_json"])}
+        )
+    except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
+        raise CorruptRecordError(
+            f"stored slot {row['slot_id']!r} cannot be read: {exc}; the row is left as it is",
+            table="slots",
+            key=f"{row['session_id']}/{row['slot_id']}",
+            session_id=row["session_id"],
+            slot_id=row["slot_id"],
+        ) from exc
 
 
 def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[SlotRecord]) -> None:
     """Make ``session_id`` have exactly ``slots``."""
     conn.execute("DELETE FROM slots WHERE session_id = ?", (session_id,))
     conn.executemany(
-        "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [slot_values(s, session_id) for s in slots],
     )
 
 
 def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
     state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
+    if state["merge_strategy"] is None:  # absent, as in states stored before it existed
+        del state["merge_strategy"]
     text = _compact(state)
     digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     conn.execute("INSERT OR IGNORE INTO slot_states VALUES (?, ?)", (digest, text))
@@ -146,8 +167,19 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
             ckpt.memory_version,
             _compact(slots),
             _spend_compact(ckpt.spend),
-            ckpt.pending.model_dump_json() if ckpt.pending is not None else None,
+            ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
         ),
+    )
+
+
+def _corrupt(row: sqlite3.Row, what: str, exc: BaseException) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"stored checkpoint {row['ckpt_id']!r} cannot be read ({what}: {exc}); the row is left "
+        "as it is (delete it with delete_checkpoints, or restore the file from a backup)",
+        table="checkpoints",
+        key=row["ckpt_id"],
+        session_id=row["session_id"],
+        checkpoint_id=row["ckpt_id"],
     )
 
 
@@ -155,22 +187,49 @@ def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
     # Plain dicts, validated once by pydantic's core (much faster than building the nested
     # models one by one): the flat columns map onto fields by name, JSON columns are decoded.
     session_id = row["session_id"]
-    slots = {
-        slot_id: {"session_id": session_id, "slot_id": slot_id, "head_node_id": head, **states[d]}
-        for slot_id, (head, d) in json.loads(row["slots_json"]).items()
-    }
-    spend = {
-        model: {"usage": {"prompt_tokens": p, "completion_tokens": c, "requests": r}, "cost": cost}
-        for model, (p, c, r, cost) in json.loads(row["spend_json"]).items()
-    }
-    return CkptMeta.model_validate(
-        {
-            **dict(row),
-            "slots": slots,
-            "spend": spend,
-            "pending": json.loads(row["pending_json"]) if row["pending_json"] else None,
+    pending = None
+    if row["pending_json"]:
+        pending = state_from_json(
+            row["pending_json"],
+            table="checkpoints",
+            key=row["ckpt_id"],
+            session_id=session_id,
+            checkpoint_id=row["ckpt_id"],
+        )
+    try:
+        slots = {
+            slot_id: {
+                "session_id": session_id,
+                "slot_id": slot_id,
+                "head_node_id": head,
+                **states[d],
+            }
+            for slot_id, (head, d) in json.loads(row["slots_json"]).items()
         }
-    )
+        spend = {
+            model: {
+                "usage": {"prompt_tokens": p, "completion_tokens": c, "requests": r},
+                "cost": cost,
+            }
+            for model, (p, c, r, cost) in json.loads(row["spend_json"]).items()
+        }
+        return CkptMeta.model_validate(
+            {**dict(row), "slots": slots, "spend": spend, "pending": pending}
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise _corrupt(row, "invalid fields", ValueError(problems)) from exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise _corrupt(row, "invalid slots or spend JSON", exc) from exc
+
+
+def _slot_digests(row: sqlite3.Row) -> set[str]:
+    try:
+        return {d for _, d in json.loads(row["slots_json"]).values()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise _corrupt(row, "invalid slots JSON", exc) from exc
 
 
 def read_checkpoints(
@@ -184,13 +243,22 @@ def read_checkpoints(
     )
     cursor.row_factory = sqlite3.Row
     rows = cursor.fetchall()
-    digests = {d for r in rows for _, d in json.loads(r["slots_json"]).values()}
+    digests = {d for r in rows for d in _slot_digests(r)}
     states: dict[str, dict[str, Any]] = {}
     for digest in digests:
         found = conn.execute(
             "SELECT state_json FROM slot_states WHERE state_hash = ?", (digest,)
         ).fetchone()
-        states[digest] = json.loads(found[0])
+        if found is None:
+            continue  # the checkpoint naming it is reported by _from_row
+        try:
+            states[digest] = json.loads(found[0])
+        except ValueError as exc:
+            raise CorruptRecordError(
+                f"stored slot state {digest!r} is not valid JSON: {exc}",
+                table="slot_states",
+                key=digest,
+            ) from exc
     return [_from_row(r, states) for r in rows]
 
 

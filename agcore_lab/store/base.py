@@ -47,6 +47,7 @@ class SlotMode(StrEnum):
 
 
 CheckpointSource = Literal["auto", "manual", "fork", "rollback"]
+MergeStrategyName = Literal["append", "replace", "summarize"]
 
 
 class SessionRecord(BaseModel):
@@ -100,6 +101,7 @@ class SlotRecord(BaseModel):
     recent_window: int = 20
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    merge_strategy: MergeStrategyName | None = None
 
 
 class LinkRecord(BaseModel):

@@ -10,6 +10,7 @@ useful as it is. JSON columns hold nested detail only.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
@@ -154,18 +155,80 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
-def _m007_hardening(conn: sqlite3.Connection) -> None:
-    # Checkpoints are looked up by id alone (rollback, fork, preview, export); the primary
-    # key starts with session_id, so without this index each lookup scans the table.
-    _run(conn, "CREATE INDEX IF NOT EXISTS checkpoints_ckpt_id ON checkpoints(ckpt_id)")
-
-
-def _m008_model_calls(conn: sqlite3.Connection) -> None:
+def _m007_model_calls(conn: sqlite3.Connection) -> None:
     _run(conn, CALL_SCHEMA)
 
 
-def _m009_vector_blocks(conn: sqlite3.Connection) -> None:
+def _m008_vector_blocks(conn: sqlite3.Connection) -> None:
     _vector_blocks(conn)
+
+
+def _pending_v2(text: str) -> str | None:
+    # A checkpoint's pending call as written before m010 (the record's fields, no version) as
+    # the version-2 state. Anything else is left as it is: a read names it, nothing guesses.
+    try:
+        old = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(old, dict) or "version" in old:
+        return None
+    state = {
+        "version": 2,
+        "pending_tool_call": {
+            key: old.get(key)
+            for key in (
+                "interrupt_id",
+                "tool_name",
+                "tool_args",
+                "status",
+                "expires_at",
+                "decision",
+                "result",
+                "updated_at",
+            )
+        },
+        "run_context": {"thread_id": old.get("session_id"), "run_id": old.get("run_id")},
+        "detail": {
+            "tool_call_id": old.get("tool_call_id"),
+            "created_at": old.get("created_at"),
+            "decided_at": old.get("decided_at"),
+            "remaining_calls": old.get("remaining_calls", []),
+            "previous_interrupt_id": old.get("previous_interrupt_id"),
+            "previously_executed": old.get("previously_executed", False),
+            "executor": old.get("executor"),
+            "executor_expires_at": old.get("executor_expires_at"),
+        },
+    }
+    return json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+
+
+def _m009_versioned_state(conn: sqlite3.Connection) -> None:
+    # Pending calls are stored as the version-2 state (rows carry its version; checkpoints'
+    # pending_json holds the state itself), and a slot remembers its merge strategy.
+    _run(
+        conn,
+        """
+        ALTER TABLE pending_calls ADD COLUMN state_version INTEGER;
+        UPDATE pending_calls SET state_version = 2;
+        ALTER TABLE slots ADD COLUMN merge_strategy TEXT
+        """,
+    )
+    rows = conn.execute(
+        "SELECT session_id, ckpt_id, pending_json FROM checkpoints WHERE pending_json IS NOT NULL"
+    ).fetchall()
+    for session_id, ckpt_id, text in rows:
+        converted = _pending_v2(text)
+        if converted is not None:
+            conn.execute(
+                "UPDATE checkpoints SET pending_json = ? WHERE session_id = ? AND ckpt_id = ?",
+                (converted, session_id, ckpt_id),
+            )
+
+
+def _m010_checkpoint_id_index(conn: sqlite3.Connection) -> None:
+    # Checkpoints are looked up by id alone (rollback, fork, preview, export); the primary
+    # key starts with session_id, so without this index each lookup scans the table.
+    _run(conn, "CREATE INDEX IF NOT EXISTS checkpoints_ckpt_id ON checkpoints(ckpt_id)")
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
@@ -175,9 +238,10 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_vectors,
     _m005_graph,
     _m006_shared_sessions,
-    _m007_hardening,
-    _m008_model_calls,
-    _m009_vector_blocks,
+    _m007_model_calls,
+    _m008_vector_blocks,
+    _m009_versioned_state,
+    _m010_checkpoint_id_index,
 ]
 
 

@@ -8,18 +8,23 @@ transitions exist (anything else is an error, nothing is silently repaired)::
     PENDING_APPROVAL -> EXPIRED
 
 :class:`SessionState` is the versioned, strictly typed snapshot of a session's approval state
-(``{"version": 2, "pending_tool_call": {...}, "run_context": {...}}``); checkpoints store it.
+(``{"version": 2, "pending_tool_call": {...}, "run_context": {...}}``). It is also the state
+the store keeps and resume reads: :class:`StoredSessionState` is that snapshot plus the
+record's bookkeeping (``detail``), and every read of a stored call — a ``pending_calls`` row or
+a checkpoint's ``pending_json`` — goes through :meth:`SessionState.parse`. A stored state that
+is invalid or of another version is refused with a 422
+:class:`~agcore_lab.errors.CorruptRecordError`; nothing is repaired and nothing is written.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from agcore_lab.errors import UnprocessableError
+from agcore_lab.errors import CorruptRecordError, UnprocessableError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.messages import ToolCall
 
@@ -28,9 +33,15 @@ __all__ = [
     "ApprovalStatus",
     "PendingToolCall",
     "PendingToolCallState",
+    "PendingDetail",
     "RunContext",
+    "STATE_VERSION",
     "SessionState",
+    "StoredSessionState",
+    "state_from_json",
 ]
+
+STATE_VERSION: Literal[2] = 2
 
 ApprovalStatus = Literal[
     "PENDING_APPROVAL", "APPROVED_EXECUTING", "EXECUTED", "REJECTED", "EXPIRED"
@@ -122,6 +133,49 @@ class PendingToolCall(BaseModel):
             run_context=RunContext(thread_id=self.session_id, run_id=self.run_id),
         )
 
+    def to_stored(self) -> StoredSessionState:
+        """The versioned state as the store keeps it (the snapshot plus ``detail``)."""
+        state = self.to_state()
+        return StoredSessionState(
+            pending_tool_call=state.pending_tool_call,
+            run_context=state.run_context,
+            detail=PendingDetail(
+                tool_call_id=self.tool_call_id,
+                created_at=self.created_at,
+                decided_at=self.decided_at,
+                remaining_calls=list(self.remaining_calls),
+                previous_interrupt_id=self.previous_interrupt_id,
+                previously_executed=self.previously_executed,
+                executor=self.executor,
+                executor_expires_at=self.executor_expires_at,
+            ),
+        )
+
+    @classmethod
+    def from_stored(cls, state: StoredSessionState) -> PendingToolCall:
+        """The call a validated stored state describes."""
+        call, run, detail = state.pending_tool_call, state.run_context, state.detail
+        return cls(
+            interrupt_id=call.interrupt_id,
+            session_id=run.thread_id,
+            run_id=run.run_id,
+            tool_call_id=detail.tool_call_id,
+            tool_name=call.tool_name,
+            tool_args=call.tool_args,
+            status=call.status,
+            created_at=detail.created_at,
+            expires_at=call.expires_at,
+            decided_at=detail.decided_at,
+            decision=call.decision,
+            result=call.result,
+            updated_at=call.updated_at,
+            remaining_calls=detail.remaining_calls,
+            previous_interrupt_id=detail.previous_interrupt_id,
+            previously_executed=detail.previously_executed,
+            executor=detail.executor,
+            executor_expires_at=detail.executor_expires_at,
+        )
+
 
 class PendingToolCallState(BaseModel):
     """The ``pending_tool_call`` object of a :class:`SessionState`."""
@@ -148,22 +202,26 @@ class RunContext(BaseModel):
 
 
 class SessionState(BaseModel):
-    """The versioned approval state of a session (version 2)."""
+    """The versioned approval state of a session (version 2).
+
+    ``version``, ``pending_tool_call`` and ``run_context`` are all required: ``{"version": 2}``
+    alone, or a ``pending_tool_call`` that is not an object of the right fields, is invalid.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: Literal[2] = 2
-    pending_tool_call: PendingToolCallState | None = None
-    run_context: RunContext | None = None
+    version: Literal[2] = STATE_VERSION
+    pending_tool_call: PendingToolCallState
+    run_context: RunContext
 
     @classmethod
-    def parse(cls, data: SessionState | dict[str, Any] | str | bytes) -> SessionState:
+    def parse(cls, data: SessionState | dict[str, Any] | str | bytes) -> Self:
         """Validate a state snapshot.
 
         Raises:
             UnprocessableError: Not version 2, or a required field missing or of the wrong type.
         """
-        if isinstance(data, SessionState):
+        if isinstance(data, cls):
             return data
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
@@ -181,3 +239,46 @@ class SessionState(BaseModel):
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
             )
             raise UnprocessableError(f"invalid session state: {problems}") from exc
+
+
+class PendingDetail(BaseModel):
+    """The stored record's bookkeeping beside the design's state: what resume and rollback
+    need that the snapshot does not carry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_call_id: str
+    created_at: datetime
+    decided_at: datetime | None = None
+    remaining_calls: list[ToolCall] = Field(default_factory=list)
+    previous_interrupt_id: str | None = None
+    previously_executed: bool = False
+    executor: str | None = None
+    executor_expires_at: datetime | None = None
+
+
+class StoredSessionState(SessionState):
+    """A :class:`SessionState` as the store keeps it: the version-2 snapshot plus ``detail``.
+
+    Parsed as strictly as the snapshot (``StoredSessionState.parse``)."""
+
+    detail: PendingDetail
+
+
+def state_from_json(text: str | bytes, *, table: str, key: str, **context: Any) -> PendingToolCall:
+    """Parse a stored state strictly into its call.
+
+    Raises:
+        CorruptRecordError: The stored text is not a valid version-2 state; the error names
+            the table, the row and what was wrong.
+    """
+    try:
+        return PendingToolCall.from_stored(StoredSessionState.parse(text))
+    except UnprocessableError as exc:
+        raise CorruptRecordError(
+            f"the stored pending tool call cannot be read: {exc.message}; the row is left as "
+            "it is (restore it from a backup, or delete it)",
+            table=table,
+            key=key,
+            **context,
+        ) from exc

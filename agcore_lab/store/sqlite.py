@@ -285,7 +285,7 @@ class SqliteStore:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
             insert_session(conn, record)
             conn.executemany(
-                "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [slot_values(slot, record.session_id) for slot in slots],
             )
             log_change(conn, record.session_id, "created", self._origin)
@@ -402,7 +402,7 @@ class SqliteStore:
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
-                "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [slot_values(follow_renamed(slot, renamed), sid) for slot in slots],
             )
             log_change(conn, sid, change, self._origin)

@@ -410,6 +410,7 @@ def test_load_restores_everything_after_reopening_the_file(tmp_path: Path) -> No
     session.submit_turn_sync("1 + 2?")
     session.fork_slot_sync("side", switch=True)
     session.submit_turn_sync("on the side")
+    session.set_slot_mode_sync("focused")  # so the summary becomes its override
     session.summarize_sync()
     session.session_memory.set("facts", {"sum": 3, "ok": True}, {"from": "test"})
     session.store.close()

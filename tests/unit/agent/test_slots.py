@@ -347,3 +347,60 @@ def test_slot_ids_and_windows_are_validated() -> None:
         ContextSlot("x" * 65)
     with pytest.raises(InvalidInputError, match="recent_window"):
         ContextSlot("ok", recent_window=0)
+
+
+def test_fork_remembers_the_merge_strategy_and_merge_uses_it(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "lab.db"
+    session = _echo_session(SqliteStore(path))
+    session.submit_turn_sync("keep")
+    side = session.fork_slot_sync("side", switch=True, strategy="replace")
+    assert side.merge_strategy is MergeStrategy.Replace
+    session.submit_turn_sync("better")
+    session.switch_slot_sync("main")
+    session.submit_turn_sync("dropped")
+    # Stored with the slot: a reloaded session still knows it.
+    again = AgentSession.load(session.session_id, session.agent, store=SqliteStore(path))
+    assert again.slots["side"].merge_strategy is MergeStrategy.Replace
+    assert again.merge_preview("side").strategy is MergeStrategy.Replace
+    target = again.merge_slot_sync("side")  # no strategy given: the remembered one
+    assert _texts(target.messages) == ["keep", "re: keep", "better", "re: better"]
+
+
+def test_a_strategy_given_at_merge_overrides_the_remembered_one() -> None:
+    session = _echo_session()
+    session.submit_turn_sync("keep")
+    session.fork_slot_sync("side", switch=True, strategy=MergeStrategy.Replace)
+    session.submit_turn_sync("more")
+    session.switch_slot_sync("main")
+    session.submit_turn_sync("also kept")
+    target = session.merge_slot_sync("side", strategy="append")
+    assert _texts(target.messages) == [
+        "keep",
+        "re: keep",
+        "also kept",
+        "re: also kept",
+        "more",
+        "re: more",
+    ]
+    plain = session.fork_slot_sync("plain")  # no strategy: Append, as before
+    assert plain.merge_strategy is None and plain.resolve_strategy() is MergeStrategy.Append
+
+
+def test_unknown_strategies_raise_invalid_input_and_change_nothing() -> None:
+    session = _echo_session()
+    session.submit_turn_sync("hi")
+    version = session.version
+    with pytest.raises(InvalidInputError, match="unknown merge strategy 'rebase'"):
+        session.fork_slot_sync("side", strategy="rebase")
+    assert set(session.slots) == {"main"} and session.version == version
+    session.fork_slot_sync("side")
+    for bad in (
+        lambda: session.merge_slot_sync("side", strategy="rebase"),
+        lambda: session.merge_preview("side", strategy="squash"),
+        lambda: session.slots["main"].copy().merge(session.slots["side"].copy(), "rebase"),
+        lambda: ContextSlot("x").fork("y", strategy="octopus"),
+    ):
+        with pytest.raises(InvalidInputError, match="unknown merge strategy"):
+            bad()

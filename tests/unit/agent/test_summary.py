@@ -23,7 +23,12 @@ from agcore_lab import (
 )
 from agcore_lab.agent.session import SUMMARY_KEY
 from agcore_lab.agent.slots import SUMMARY_HEADER
-from agcore_lab.agent.summary import CUT_MARK, DEFAULT_SUMMARY_PROMPT, render_transcript
+from agcore_lab.agent.summary import (
+    CUT_MARK,
+    DEFAULT_SUMMARY_PROMPT,
+    DEFAULT_SUMMARY_PROMPT_ZH,
+    render_transcript,
+)
 from agcore_lab.errors import InvalidInputError, ModelError
 
 LONG = "tell me about the history of the printing press in some detail please"  # ~18 tokens
@@ -68,7 +73,8 @@ def test_defaults_match_the_spec() -> None:
     assert (config.trigger_token_ratio, config.max_context_tokens) == (0.75, 32_000)
     assert (config.debounce_turns, config.summary_model) == (3, None)
     assert (config.max_tool_result_chars, config.max_transcript_chars) == (500, 30_000)
-    assert config.summary_prompt == DEFAULT_SUMMARY_PROMPT
+    assert config.summary_prompt is None and config.language == "en"
+    assert config.prompt == DEFAULT_SUMMARY_PROMPT
     assert config.watermark == 24_000
 
 
@@ -115,19 +121,39 @@ def test_first_summary_at_the_watermark_then_debounced() -> None:
     assert "Previous summary: summary 1" in summarizer.requests[1][-1].text
 
 
-def test_the_summary_becomes_the_focused_override_and_a_memory_entry() -> None:
+def test_a_full_slot_stays_full_and_keeps_sending_the_whole_history() -> None:
+    # The design's W5 fix: the summary goes to memory; a Full slot is not switched to Focused.
     summarizer = Summarizer()
     session, seen = _session(summarizer)
     session.submit_turn_sync(LONG)
     slot = session.current_slot
-    assert slot.mode is SlotMode.Focused and slot.summary_override == "summary 1"
+    assert slot.mode is SlotMode.Full and slot.summary_override is None
     entry = session.session_memory.get_entry(SUMMARY_KEY)
     assert entry is not None and entry.value == "summary 1"
     assert entry.metadata == {"turn_index": 1, "slot_id": "main", "messages": 2}
     stored = session.store.load_slots(session.session_id)[0]
-    assert (stored.mode, stored.summary_override) == ("focused", "summary 1")
+    assert (stored.mode, stored.summary_override) == ("full", None)
     record = session.store.get_session(session.session_id)
     assert record is not None and record.last_summary_turn == 1
+    for text in ("next", "and more", "and the last"):
+        session.submit_turn_sync(text)
+        history = session.current_slot.messages
+        assert seen[-1] == history[:-1]  # every message of the history, no summary in it
+    assert len(summarizer.requests) == 2  # summaries still written (to memory) when due
+    assert "Previous summary: summary 1" in summarizer.requests[1][-1].text  # built on it
+    assert session.current_slot.mode is SlotMode.Full
+
+
+def test_a_focused_slot_takes_the_summary_as_its_override() -> None:
+    summarizer = Summarizer()
+    session, seen = _session(summarizer)
+    session.set_slot_mode_sync("focused", recent_window=1)
+    session.submit_turn_sync(LONG)
+    slot = session.current_slot
+    assert slot.mode is SlotMode.Focused and slot.summary_override == "summary 1"
+    assert session.get_conversation_summary() == "summary 1"
+    stored = session.store.load_slots(session.session_id)[0]
+    assert (stored.mode, stored.summary_override) == ("focused", "summary 1")
 
     # The next turn sends the summary instead of the whole history.
     session.submit_turn_sync("next")
@@ -137,7 +163,7 @@ def test_the_summary_becomes_the_focused_override_and_a_memory_entry() -> None:
     assert context[-1].text == "next"
 
 
-def test_the_summary_request_carries_the_prompt_and_the_transcript() -> None:
+def test_a_prompt_without_the_placeholder_is_the_system_message() -> None:
     summarizer = Summarizer()
     session, _ = _session(summarizer, summary_prompt="Summarize tersely.")
     session.submit_turn_sync(LONG)
@@ -146,6 +172,34 @@ def test_the_summary_request_carries_the_prompt_and_the_transcript() -> None:
         content="Summarize tersely.", id=system.id, created_at=system.created_at
     )
     assert user.text == f"user: {LONG}\nassistant: ok"
+
+
+def test_a_prompt_with_messages_is_a_template_filled_with_the_transcript() -> None:
+    summarizer = Summarizer()
+    session, _ = _session(summarizer, summary_prompt="Condense {messages} -- for a lawyer.")
+    session.submit_turn_sync(LONG)
+    (request,) = summarizer.requests[0]
+    assert isinstance(request, UserMessage)
+    assert request.text == f"Condense user: {LONG}\nassistant: ok -- for a lawyer."
+
+
+@pytest.mark.parametrize(
+    ("language", "prompt", "marker"),
+    [("en", DEFAULT_SUMMARY_PROMPT, "Conversation:"), ("zh", DEFAULT_SUMMARY_PROMPT_ZH, "对话")],
+)
+def test_the_default_prompt_follows_the_language(language: str, prompt: str, marker: str) -> None:
+    assert "{messages}" in prompt and SummaryConfig(language=language).prompt == prompt  # type: ignore[arg-type]
+    summarizer = Summarizer()
+    session, _ = _session(summarizer, language=language)
+    session.submit_turn_sync(LONG)
+    (request,) = summarizer.requests[0]
+    assert request.text == prompt.replace("{messages}", f"user: {LONG}\nassistant: ok")
+    assert marker in request.text and "{messages}" not in request.text
+
+
+def test_an_unknown_language_is_refused() -> None:
+    with pytest.raises(InvalidInputError):
+        SummaryConfig(language="fr")  # type: ignore[arg-type]
 
 
 def test_the_agents_model_summarizes_when_no_summary_model_is_given() -> None:
@@ -231,7 +285,12 @@ def test_transcript_is_cut_to_the_limit_keeping_the_most_recent() -> None:
 
 def test_session_transcript_uses_the_configured_limits() -> None:
     summarizer = Summarizer()
-    session, _ = _session(summarizer, max_transcript_chars=60, max_context_tokens=100_000)
+    session, _ = _session(
+        summarizer,
+        max_transcript_chars=60,
+        max_context_tokens=100_000,
+        summary_prompt="Summarize.",  # no placeholder: the transcript is a message of its own
+    )
     for i in range(5):
         session.submit_turn_sync(f"turn {i} " + "x" * 20)
     session.summarize_sync()

@@ -254,3 +254,119 @@ def test_unknown_parent_and_bad_tasks(tmp_path: Path) -> None:
     assert isinstance(results[0], SubTaskError) and results[0].child_id is None
     with pytest.raises(ValueError, match="pairs"):
         manager.dispatch_all_sync("ses_nope", [(worker,)])  # type: ignore[list-item]
+
+
+def test_two_children_of_one_dispatch_all_exchange_a_value(tmp_path: Path) -> None:
+    # Both run at once; each leaves its value in the siblings' shared area, then waits for
+    # the other's — only possible if both handles name the same area.
+    from agcore_lab import Tool, ToolCall
+    from agcore_lab.engine.dispatch_types import current_shared_memory
+
+    manager, lead = _manager(tmp_path)
+
+    def swapper(mine: str, theirs: str) -> Agent:
+        async def swap() -> str:
+            """Give my value, take the sibling's."""
+            shared = current_shared_memory()
+            shared.set(mine, f"from {mine}")
+            for _ in range(200):
+                got = shared.get(theirs)
+                if got is not None:
+                    return str(got)
+                await asyncio.sleep(0.01)
+            return "nothing came"
+
+        model = ScriptedModel(
+            lambda m: ToolCall(name="swap", arguments={}) if m[-1].role == "user" else m[-1].text
+        )
+        return Agent(name=f"swap-{mine}", model=model, tools=[Tool.from_function(swap)])
+
+    results = manager.dispatch_all_sync(
+        lead, [(swapper("a", "b"), "swap"), (swapper("b", "a"), "swap")]
+    )
+    assert [r.response for r in results] == ["from b", "from a"]  # type: ignore[union-attr]
+    # The default area is named after the parent: shared:{parent_session_id}:...
+    stored = {k: v for k, v in manager.child_memory(lead).items() if k.startswith("shared:")}
+    assert stored == {f"shared:{lead}:a": "from a", f"shared:{lead}:b": "from b"}
+    for r in results:
+        handle = manager.dispatcher.shared_memory_for(r.child_id)  # type: ignore[union-attr]
+        assert handle.namespace == lead and handle.to_dict() == {"a": "from a", "b": "from b"}
+
+
+def test_a_configured_shared_namespace_is_used(tmp_path: Path) -> None:
+    from agcore_lab import Tool, ToolCall
+    from agcore_lab.engine.dispatch_types import current_shared_memory
+
+    manager, lead = _manager(tmp_path)
+
+    def note(text: str) -> str:
+        """Leave a note."""
+        current_shared_memory().set("note", text)
+        return "noted"
+
+    def read() -> str:
+        """Read the note."""
+        return str(current_shared_memory().get("note"))
+
+    def agent(name: str, call: ToolCall) -> Agent:
+        model = ScriptedModel(lambda m: call if m[-1].role == "user" else m[-1].text)
+        return Agent(
+            name=name, model=model, tools=[Tool.from_function(note), Tool.from_function(read)]
+        )
+
+    writer = agent("writer", ToolCall(name="note", arguments={"text": "meet at 5"}))
+    reader = agent("reader", ToolCall(name="read", arguments={}))
+    results = manager.dispatch_all_sync(
+        lead,
+        [(writer, "write"), (reader, "read")],
+        DispatchConfig(max_concurrency=1, shared_namespace="team"),
+    )
+    assert [r.response for r in results] == ["noted", "meet at 5"]  # type: ignore[union-attr]
+    assert manager.child_memory(lead)["shared:team:note"] == "meet at 5"
+    assert manager.shared_memory(lead, "team").get("note") == "meet at 5"
+    # Outside a dispatched child's turn there is no current area.
+    from agcore_lab import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="shared_memory_for"):
+        current_shared_memory()
+    with pytest.raises(InvalidInputError, match="not created by a dispatch"):
+        manager.dispatcher.shared_memory_for(lead)
+
+
+def test_a_streamed_child_has_one_checkpoint_written_at_finalize(tmp_path: Path) -> None:
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel(["streamed answer"], chunk_size=4))
+    events = list(manager.dispatch_stream_sync(lead, worker, "go"))
+    child = events[0].child_id  # type: ignore[union-attr]
+    (only,) = manager.checkpointer.list_checkpoints_sync(child)
+    assert only.label == "finalize" and only.source == "auto" and only.turn_index == 1
+    snapshot = manager.checkpointer.export_snapshot_sync(only.ckpt_id)
+    assert {e.key for e in snapshot.memory} >= {"result_summary"}  # finalize came after it
+    # Later turns of the child are checkpointed as usual again.
+    manager.submit_turn_sync(child, "more")
+    assert len(manager.checkpointer.list_checkpoints_sync(child)) == 2
+    # A failed stream: still exactly one checkpoint; a non-streamed child keeps two.
+    broken = Agent(name="b", model=ScriptedModel(lambda m: 1 / 0))  # type: ignore[arg-type,return-value]
+    failed = list(manager.dispatch_stream_sync(lead, broken, "go"))
+    assert len(manager.checkpointer.list_checkpoints_sync(failed[0].child_id)) == 1  # type: ignore[union-attr]
+    plain = manager.dispatch_sync(lead, Agent(name="p", model=ScriptedModel(["x"])), "go")
+    assert [c.label for c in manager.checkpointer.list_checkpoints_sync(plain.child_id)] == [
+        None,
+        "start",
+    ]
+
+
+def test_an_abandoned_stream_still_finalizes_its_child(tmp_path: Path) -> None:
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel(["a long streamed answer"], chunk_size=2))
+
+    async def abandon() -> str:
+        stream = manager.dispatch_stream(lead, worker, "go")
+        first = await stream.__anext__()
+        await stream.__anext__()  # one delta, then walk away
+        await stream.aclose()  # type: ignore[attr-defined]
+        return first.child_id  # type: ignore[union-attr,no-any-return]
+
+    child = run_sync(abandon())
+    (only,) = manager.checkpointer.list_checkpoints_sync(child)
+    assert only.label == "finalize" and only.turn_index == 0  # the turn was not committed

@@ -131,8 +131,7 @@ BAD = {
     "version as text": _set("version", "2"),
     "no version": _drop("version"),
     "no agent_name": _drop("agent_name"),
-    "no slots": _drop("slots"),
-    "no current_slot_id": _drop("current_slot_id"),
+    "no session_id": _drop("session_id"),
     "turn_index as text": _set("turn_index", "three"),
     "negative turn_index": _set("turn_index", -1),
     "slots not a list": _set("slots", "main"),
@@ -193,3 +192,44 @@ def test_a_snapshot_without_optional_fields_still_loads(
     if "slots.mode" in missing:
         assert {s.mode.value for s in session.slots.values()} == {"full"}
     assert manager.submit_turn_sync(new_id, "still works").turn_index == 4
+
+
+def test_missing_slots_current_slot_and_turn_index_take_their_defaults(
+    manager: SessionManager, agent: Agent
+) -> None:
+    # The design: missing fields take defaults, slots included (one empty main slot).
+    raw = _snapshot(manager, agent)
+    for field in ("slots", "current_slot_id", "turn_index"):
+        del raw[field]
+    snap = SessionSnapshot.parse(raw)
+    assert [s.slot_id for s in snap.slots] == ["main"] and snap.slots[0].message_ids == []
+    assert snap.current_slot_id == "main" and snap.turn_index == 0
+    new_id = manager.checkpointer.import_snapshot_sync(raw)
+    session = manager.recover_sync(new_id)
+    assert session.turn_index == 0 and session.messages == []
+    assert manager.submit_turn_sync(new_id, "fresh start").turn_index == 1
+
+
+def test_unknown_fields_are_kept_in_extra_and_written_back(
+    manager: SessionManager, agent: Agent
+) -> None:
+    raw = _snapshot(manager, agent)
+    raw["written_by"] = {"agcore": "9.9", "features": ["tachyons"]}
+    raw["slots"][0]["colour"] = "teal"
+    raw["memory"][0]["ttl"] = 60
+    snap = SessionSnapshot.parse(json.dumps(raw))
+    assert snap.extra == {"written_by": {"agcore": "9.9", "features": ["tachyons"]}}
+    assert snap.slots[0].extra == {"colour": "teal"} and snap.memory[0].extra == {"ttl": 60}
+    dumped = snap.model_dump(mode="json")
+    assert dumped["written_by"] == raw["written_by"] and "extra" not in dumped
+    assert dumped["slots"][0]["colour"] == "teal" and dumped["memory"][0]["ttl"] == 60
+    assert SessionSnapshot.parse(snap.model_dump_json()) == snap
+    # Through the store: an imported session keeps them and its exports carry them again.
+    new_id = manager.checkpointer.import_snapshot_sync(raw)
+    ckpt = manager.checkpointer.list_checkpoints_sync(new_id)[0].ckpt_id
+    again = manager.checkpointer.export_snapshot_sync(ckpt).model_dump(mode="json")
+    assert again["written_by"] == raw["written_by"]
+    assert again["slots"][0]["colour"] == "teal"
+    # Strict where the design asks: the version.
+    with pytest.raises(UnprocessableError, match="version 3"):
+        SessionSnapshot.parse({**raw, "version": 3})
