@@ -59,6 +59,16 @@ def _meta_html(message: Message, index: int | None) -> str:
     return f'<div class="agc-meta">{" ".join(bits)}</div>'
 
 
+def _tools_html(message: Message, *, changed: bool = False) -> str:
+    """The message's tool calls, one ``⚙ name({...})`` line each (escaped); ``""`` if none."""
+    calls = tool_call_lines(message)
+    if not calls:
+        return ""
+    css = " agc-tools-changed" if changed else ""
+    lines = "\n".join(f"⚙ {call}" for call in calls)
+    return f'<div class="agc-tools{css}">{escape(lines)}</div>'
+
+
 def render_message(
     message: Message,
     index: int | None,
@@ -70,12 +80,7 @@ def render_message(
     """One message as a grid cell: role label, index, text (with word marks) and tool calls."""
     text = segments if segments else ((("equal", message.text),) if message.text else ())
     body = _text_html(text)
-    calls = tool_call_lines(message)
-    tools = ""
-    if calls:
-        changed = " agc-tools-changed" if tools_changed else ""
-        lines = "\n".join(f"⚙ {call}" for call in calls)
-        tools = f'<div class="agc-tools{changed}">{escape(lines)}</div>'
+    tools = _tools_html(message, changed=tools_changed)
     return (
         f'<div class="agc-cell agc-{kind}" data-kind="{kind}">'
         f'{_meta_html(message, index)}<div class="agc-text">{body}</div>{tools}</div>'
@@ -167,7 +172,7 @@ def render_preview(preview: MergePreview) -> str:
     shown = preview.incoming[:MAX_PREVIEW_MESSAGES]
     items = "".join(
         f"<li>{_meta_html(m, None)}<div class='agc-text'>"
-        f"{_text_html((('equal', m.text),) if m.text else ())}</div></li>"
+        f"{_text_html((('equal', m.text),) if m.text else ())}</div>{_tools_html(m)}</li>"
         for m in shown
     )
     more = len(preview.incoming) - len(shown)

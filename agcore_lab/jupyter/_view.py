@@ -18,7 +18,7 @@ from agcore_lab.jupyter._confirm import ConfirmBar, button
 from agcore_lab.jupyter._refresh import Reloader
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter.diff_viewer import error_line
+from agcore_lab.jupyter._common import error_line
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
@@ -86,8 +86,12 @@ class ManagerView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     # -- loading --------------------------------------------------------------------------------
 
-    def refresh(self) -> BackgroundTask[Any] | None:
-        """Read the data again (in the background); returns the task, if one started now."""
+    def refresh(self) -> bool:
+        """Read the data again, in the background (coalesced with any reload already due).
+
+        Returns:
+            ``True`` when this call scheduled the reload, ``False`` when one was due anyway.
+        """
         return self._loaders[0].request()
 
     def wait(self, timeout: float = 10.0) -> bool:

@@ -28,7 +28,7 @@ from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter._view import ManagerView
-from agcore_lab.jupyter.diff_viewer import error_line
+from agcore_lab.jupyter._common import error_line
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager

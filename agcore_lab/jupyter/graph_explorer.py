@@ -22,7 +22,7 @@ from agcore_lab.jupyter import _graph_page
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter.diff_viewer import error_line
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.kg.types import EntityNotFoundError, GraphEntity, RelationDirection, ScoredEntity
 
 if TYPE_CHECKING:
