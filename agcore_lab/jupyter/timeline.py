@@ -45,6 +45,7 @@ class _Loaded:
     turn_index: int | None = None
     agent_name: str | None = None
     cost_usd: float | None = None
+    gone: bool = False
 
 
 class CheckpointTimeline(ManagerView):
@@ -102,6 +103,8 @@ class CheckpointTimeline(ManagerView):
         self.selected: str | None = None
         self.preview: Any = None
         self.last_fork: str | None = None
+        self.gone = False  # the session was destroyed
+        self._last_agent: str | None = None
 
         self.plot_html = widgets.HTML()
         self.columns_html = widgets.HTML(
@@ -151,6 +154,8 @@ class CheckpointTimeline(ManagerView):
             self.refresh()
 
     async def _load(self) -> _Loaded:
+        if self.manager.store.get_session(self.session_id) is None:
+            return _Loaded(gone=True)
         checkpoints = await self.manager.checkpointer.list_checkpoints(self.session_id)
         session = await live_session(self.manager, self.session_id)
         if session is not None:
@@ -174,6 +179,14 @@ class CheckpointTimeline(ManagerView):
             self.checkpoints = loaded.checkpoints
             self.live, self.turn_index = loaded.live, loaded.turn_index
             self.agent_name, self._cost = loaded.agent_name, loaded.cost_usd
+            if loaded.gone:
+                self.gone = True
+                self.agent_name = self.agent_name or self._last_agent
+                if self.confirm_bar.dismiss():
+                    self.set_status("The session was destroyed: the question was withdrawn.")
+            else:
+                self.gone = False
+                self._last_agent = loaded.agent_name
             ids = [c.ckpt_id for c in self.checkpoints]
             if self.selected is not None and self.selected not in ids:
                 self.selected, self.preview = None, None
@@ -221,6 +234,12 @@ class CheckpointTimeline(ManagerView):
         ]
 
     def _header(self) -> str:
+        if self.gone:
+            return (
+                f'<div class="agc-head agc-gone"><b>Gone:</b> session <code>'
+                f"{html.escape(self.session_id)}</code> was destroyed — its checkpoints are "
+                "deleted; nothing here can be rolled back or forked.</div>"
+            )
         state = "live" if self.live else "stored"
         turn = "?" if self.turn_index is None else str(self.turn_index)
         cost = "" if self._cost is None else f" · {format_cost(self._cost)}"
@@ -246,7 +265,8 @@ class CheckpointTimeline(ManagerView):
             self.header_html.value = self._header()
             self.plot_html.value = cumulative_plot(self._points(), selected=self.selected)
             for b in (self.rollback_button, self.fork_button):
-                b.disabled = self.selected is None or self._acting
+                b.disabled = self.selected is None or self._acting or self.gone
+            self.refresh_button.disabled = self.gone
 
     def _picked(self, change: Any) -> None:
         with self._lock:
@@ -275,6 +295,11 @@ class CheckpointTimeline(ManagerView):
     # -- rollback and fork --------------------------------------------------------------------
 
     def _target(self, ckpt_id: str | None) -> Any:
+        if self.gone:
+            self.show_error(
+                InvalidInputError(f"session {self.session_id} was destroyed; nothing to act on")
+            )
+            return None
         if ckpt_id is not None:
             self.select(ckpt_id)
         meta = self.selected_meta()

@@ -225,15 +225,111 @@ def test_reloader_folds_requests_into_one_more_load() -> None:
         return len(loads)
 
     reloader = Reloader(load, on_loaded=seen.append, on_error=print)
-    assert reloader.request() is not None
+    assert reloader.request() is True
     for _ in range(5):
-        assert reloader.request() is None
+        assert reloader.request() is False
     assert reloader.busy
     gate.set()
     assert reloader.wait(5)
     assert len(loads) == 2 and seen == [1, 2]
     reloader.stop()
-    assert reloader.request() is None and not reloader.busy
+    assert reloader.request() is False and not reloader.busy
+
+
+def test_reloader_coalesces_a_burst_from_many_threads_into_few_loads() -> None:
+    # 8 threads x 200 events in a burst: at most one load per interval, and the last load
+    # starts after the last request (the view ends on fresh data).
+    loads: list[float] = []
+    requested_last = [0.0]
+
+    async def load() -> int:
+        loads.append(time.monotonic())
+        return len(loads)
+
+    reloader = Reloader(load, on_loaded=lambda _: None, on_error=print, interval=0.1)
+
+    def burst() -> None:
+        for _ in range(200):
+            reloader.request()
+            requested_last[0] = max(requested_last[0], time.monotonic())
+
+    threads = [threading.Thread(target=burst) for _ in range(8)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    burst_time = time.monotonic() - start
+    assert reloader.wait(5)
+    assert 1 <= len(loads) <= 2 + int(burst_time / 0.1)
+    assert loads[-1] >= requested_last[0] - 0.001
+    gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
+    assert all(gap >= 0.095 for gap in gaps)
+
+
+def test_a_listener_returns_at_once_even_when_a_load_is_slow(
+    manager: SessionManager, sid: str
+) -> None:
+    # A view's listener must never wait for its load (it runs inside the turn).
+    view = CheckpointTimeline(manager, sid)
+    try:
+        gate = threading.Event()
+        original = view._load
+
+        async def slow() -> object:
+            while not gate.is_set():
+                await asyncio.sleep(0.01)
+            return await original()
+
+        view._loaders[0]._load = slow
+        start = time.perf_counter()
+        for _ in range(100):
+            manager.emit("turn", sid)
+        assert time.perf_counter() - start < 0.05
+        gate.set()
+        assert view.wait(10) and view._loaders[0].loads <= 4
+    finally:
+        view.close()
+
+
+def test_stale_a_destroyed_sessions_timeline_says_so_and_disables_actions(
+    manager: SessionManager, sid: str
+) -> None:
+    # The stale case of the issue: it used to say "live · 5 checkpoints" with Rollback and
+    # Fork enabled.
+    view = CheckpointTimeline(manager, sid)
+    try:
+        view.select(view.checkpoints[1].ckpt_id)
+        view.ask_rollback()
+        assert view.confirm_bar.visible and not view.rollback_button.disabled
+        manager.destroy_sync(sid)
+        assert view.wait(10)
+        assert view.gone
+        header = _text(view.header_html.value)
+        assert "Gone:" in header and "was destroyed" in header and "live" not in header
+        assert view.rollback_button.disabled and view.fork_button.disabled
+        assert not view.confirm_bar.visible  # the question was withdrawn, not run
+        assert "withdrawn" in view.status_html.value
+        assert view.checkpoints == [] and view.ckpt_select.options == ()
+        view.ask_fork()
+        assert "was destroyed" in view.error_html.value and not view.confirm_bar.visible
+    finally:
+        view.close()
+
+
+def test_stale_tree_browser_drops_a_session_destroyed_elsewhere(
+    manager: SessionManager, sid: str
+) -> None:
+    browser = SessionTreeBrowser(manager)
+    try:
+        browser.select(sid)
+        assert not browser.destroy_button.disabled
+        manager.destroy_sync(sid)  # in a cell, not through the browser
+        assert browser.wait(10)
+        assert browser.selected is None and browser.rows == []
+        assert browser.destroy_button.disabled and browser.details_html.value == ""
+    finally:
+        browser.close()
 
 
 def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
