@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agcore_lab.jupyter._approval_ops import ApprovalOutcome, time_left
 from agcore_lab.jupyter._session_html import full_time
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_STYLE",
     "arguments_json",
+    "ran_arguments",
     "render_arguments",
     "render_call_head",
     "render_calls_table",
@@ -100,12 +101,35 @@ def arguments_json(arguments: object) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
-def render_arguments(call: PendingToolCall) -> str:
-    """The call's arguments as escaped, indented JSON."""
-    text = arguments_json(call.tool_args)
+def _args_pre(arguments: Any, css: str = "agc-args") -> str:
+    text = arguments_json(arguments)
     if len(text) > MAX_ARGS_CHARS:
         text = text[:MAX_ARGS_CHARS] + f"\n… ({len(text) - MAX_ARGS_CHARS} more characters)"
-    return f'<pre class="agc-args">{escape(text)}</pre>'
+    return f'<pre class="{css}">{escape(text)}</pre>'
+
+
+def ran_arguments(call: PendingToolCall) -> dict[str, Any] | None:
+    """The arguments a person approved instead of the model's (an edited approval), if any."""
+    decision = call.decision or {}
+    edited = decision.get("arguments") if decision.get("kind") == "approve" else None
+    return edited if isinstance(edited, dict) and edited != call.tool_args else None
+
+
+def render_arguments(call: PendingToolCall) -> str:
+    """The call's arguments as escaped, indented JSON.
+
+    After an edited approval the arguments that actually ran come first, labelled so, and the
+    model's original ones follow, marked as not run.
+    """
+    edited = ran_arguments(call)
+    if edited is None:
+        return _args_pre(call.tool_args)
+    ran = "ran with (edited)" if call.status == "EXECUTED" else "approved with (edited)"
+    return (
+        f'<div class="agc-meta agc-args-label">{ran}:</div>{_args_pre(edited)}'
+        '<details class="agc-args-original"><summary class="agc-meta">the model asked for '
+        f"(not run)</summary>{_args_pre(call.tool_args, 'agc-args agc-args-unused')}</details>"
+    )
 
 
 def badge(status: str) -> str:
