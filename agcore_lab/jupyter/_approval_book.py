@@ -55,9 +55,7 @@ class CallBook:
     def stopped_waiting(self, listed: set[str]) -> list[PendingToolCall]:
         """Calls shown as waiting (or running) that the latest listing no longer has: their
         stored state is read again until it is final, so a card shows what actually ran."""
-        return [
-            c for c in self.calls if c.status in _UNSETTLED and c.interrupt_id not in listed
-        ]
+        return [c for c in self.calls if c.status in _UNSETTLED and c.interrupt_id not in listed]
 
     def merge(self, waiting: list[PendingToolCall], left: list[PendingToolCall]) -> None:
         """Take a reload: the calls waiting now, and the stored state of those that left (a

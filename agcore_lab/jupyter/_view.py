@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import ConfirmBar, button
 from agcore_lab.jupyter._refresh import Reloader
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._common import error_line
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager

@@ -18,9 +18,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import AgcoreError
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._common import error_line
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.splitter import ChunkSpan, KeepSeparator, RecursiveCharacterSplitter
 

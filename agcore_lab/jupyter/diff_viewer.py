@@ -188,7 +188,9 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         for slot_id in (self.left_slot_id, self.right_slot_id):
             slot = slots.get(slot_id)
             messages = slot.messages if slot is not None else None
-            parts.append(None if messages is None else (len(messages), messages[-1].id if messages else None))
+            parts.append(
+                None if messages is None else (len(messages), messages[-1].id if messages else None)
+            )
         return tuple(parts)
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ from agcore_lab.aio import bridge_loop
 from agcore_lab.engine.dispatch import DispatchConfig, DispatchProgress, SubTaskError, SubTaskResult
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._approval_html import APPROVAL_STYLE
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._dispatch_html import TaskRow, count_statuses, render_counts, render_tasks
 from agcore_lab.jupyter._tasks import BackgroundTask
@@ -44,6 +45,12 @@ __all__ = ["DispatchMonitor"]
 logger = logging.getLogger("agcore_lab")
 Outcome = Literal["running", "completed", "cancelled", "failed"]
 _BAR_STYLE = {"running": "info", "cancelled": "danger", "failed": "danger"}
+
+
+def _error_text(error: SubTaskError) -> str:
+    cause = error.error
+    detail = error_line(cause) if cause is not None else error_line(error)
+    return f"{error.status}: {detail.removeprefix('agcore: ')}"
 
 
 class DispatchMonitor(ManagerView):
@@ -129,7 +136,11 @@ class DispatchMonitor(ManagerView):
         self.cancel_button = button("Cancel", style="danger", tooltip="Stop the unfinished tasks")
         self.cancel_button.on_click(lambda _: self.cancel())
         self.table_html = widgets.HTML()
-        self.tree_browser = SessionTreeBrowser(manager) if tree else None
+        self.tree_browser = (
+            SessionTreeBrowser(manager, root=parent_id, status_of=self.child_status)
+            if tree
+            else None
+        )
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.children = [
             self.style_html,
@@ -188,6 +199,8 @@ class DispatchMonitor(ManagerView):
     def _succeeded(self, results: list[SubTaskResult | SubTaskError]) -> None:
         self._results = results
         self._render()
+        if self.tree_browser is not None:
+            self.tree_browser.refresh()  # the children's final statuses
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
@@ -283,12 +296,25 @@ class DispatchMonitor(ManagerView):
         return len(self.tasks)
 
     def rows(self) -> list[TaskRow]:
-        """Every task, as shown in the table."""
+        """Every task, as shown in the table (with the reply or error once it ended)."""
         p = self.progress
-        return [
-            TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i])
-            for i, (agent, text) in enumerate(self.tasks)
-        ]
+        results = dict(enumerate(self._results or []))
+        rows = []
+        for i, (agent, text) in enumerate(self.tasks):
+            result = results.get(i)
+            reply = result.response if isinstance(result, SubTaskResult) else None
+            error = _error_text(result) if isinstance(result, SubTaskError) else None
+            rows.append(TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i], reply, error))
+        return rows
+
+    def child_status(self, session_id: str) -> str | None:
+        """How the dispatch sees a child session: ``running``, ``completed``, ``failed``,
+        ``timed_out`` or ``cancelled`` (``None`` for other sessions)."""
+        p = self.progress
+        for child, status in zip(p.child_ids, p.statuses, strict=False):
+            if child == session_id:
+                return status
+        return None
 
     def page_rows(self) -> Sequence[TaskRow]:
         """The tasks on the current page."""

@@ -19,10 +19,10 @@ import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter import _graph_page
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._common import error_line
 from agcore_lab.kg.types import EntityNotFoundError, GraphEntity, RelationDirection, ScoredEntity
 
 if TYPE_CHECKING:

@@ -442,7 +442,10 @@ def test_stale_edited_approval_made_elsewhere_shows_what_ran(
     call = bank.ask(to="u12", amount=22)
     panel = make_panel(manager)
     manager.resume_sync(
-        call.session_id, call.run_id, call.interrupt_id, Approve(arguments={"to": "u9", "amount": 3})
+        call.session_id,
+        call.run_id,
+        call.interrupt_id,
+        Approve(arguments={"to": "u9", "amount": 3}),
     )
     assert panel.wait(10)
     card = panel.card(call.interrupt_id)

@@ -226,6 +226,9 @@ def test_reloader_folds_requests_into_one_more_load() -> None:
 
     reloader = Reloader(load, on_loaded=seen.append, on_error=print)
     assert reloader.request() is True
+    deadline = time.monotonic() + 5
+    while not loads and time.monotonic() < deadline:  # the load has started (and waits)
+        time.sleep(0.005)
     for _ in range(5):
         assert reloader.request() is False
     assert reloader.busy
