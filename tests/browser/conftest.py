@@ -93,6 +93,29 @@ class JupyterLab:
             index,
         )
 
+    def screenshot(self, page: Any, name: str) -> Path:
+        """A screenshot into the server's temp dir (and into ``$AGCORE_SCREENSHOTS`` if set,
+        for people to look at)."""
+        path = self.tmp_dir / f"{name}.png"
+        page.screenshot(path=str(path))
+        keep = os.environ.get("AGCORE_SCREENSHOTS")
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / path.name).write_bytes(path.read_bytes())
+        return path
+
+    def set_theme(self, page: Any, theme: str) -> None:
+        """Switch JupyterLab's theme (``"JupyterLab Light"`` / ``"JupyterLab Dark"``) and wait
+        until the page uses it."""
+        page.evaluate(
+            "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
+            theme,
+        )
+        light = "true" if "Light" in theme else "false"
+        page.wait_for_function(f"document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
+        page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
+        page.wait_for_timeout(300)  # the theme's CSS settles
+
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
         try:

@@ -45,8 +45,9 @@ def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(timeline.locator("svg.agc-plot circle")).to_have_count(4)
     read_back = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
     expect(read_back).to_have_text("turn index: 3", timeout=30_000)
-    tree_row = page.locator(".agc-tree-browser .agc-tree-list select option").first
-    expect(tree_row).to_contain_text("writer · 3 turns", timeout=30_000)
+    tree_row = page.locator(".agc-tree-browser tr.agc-tt-row").first
+    expect(tree_row.locator("td[data-key=agent]")).to_have_text("writer", timeout=30_000)
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("3")
 
     # Pick the checkpoint after turn 1 (newest first: 3, 2, 1, start).
     timeline.locator(".agc-ckpt-list select").select_option(index=2)
@@ -64,7 +65,7 @@ def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(options.first).to_contain_text("rollback")
     expect(timeline.locator("svg.agc-plot circle")).to_have_count(5)
     expect(timeline.locator(".agc-error")).to_have_count(0)
-    expect(tree_row).to_contain_text("writer · 1 turn ·")  # the open tree browser followed
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("1")  # the tree followed
     shot = jupyter_lab.tmp_dir / "timeline_rolled_back.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000

@@ -101,7 +101,7 @@ function render({ model, el: root }) {
           } else {
             td.append(el("span", "agc-tt-leaf"));
           }
-          td.append(document.createTextNode(text == null ? "" : String(text)));
+          td.append(el("span", "agc-tt-name", text == null ? "" : text));
         } else if (column.key === "status") {
           td.append(el("span", "agc-tt-status agc-tone-" + (row.tone || "muted"), text));
         } else if (column.key === "id") {
