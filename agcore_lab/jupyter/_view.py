@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from agcore_lab.jupyter._common import error_line
+from agcore_lab.jupyter._common import cap_height, error_line
 from agcore_lab.jupyter._confirm import ConfirmBar, button
 from agcore_lab.jupyter._refresh import Reloader
 from agcore_lab.jupyter._tasks import BackgroundTask
@@ -57,6 +57,7 @@ class ManagerView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._unsubscribe: Callable[[], None] = lambda: None
         super().__init__()  # the subclass sets ``children``
         self.add_class("agc-view")
+        cap_height(self)
 
     def _loader(
         self, load: Callable[[], Coroutine[Any, Any, Any]], on_loaded: Callable[[Any], object]

@@ -19,7 +19,7 @@ import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter import _graph_page
-from agcore_lab.jupyter._common import error_line
+from agcore_lab.jupyter._common import cap_height, error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
@@ -140,6 +140,7 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         )
         self.add_class("agc-view")
         self.add_class("agc-graph-explorer")
+        cap_height(self)
         self.search_text.observe(self._typed, names="value")
         self.search_button.on_click(lambda _: self.search(self.search_text.value))
         self.whole_button.on_click(lambda _: self.show_whole())
@@ -234,6 +235,10 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
             self.set_status(f"{len(matches)} match(es): showing the best one.")
             self.results_dropdown.value = matches[0].entity.id  # starts the walk
         else:
+            # Nothing matches: the old neighbourhood and table must not stay as if they did.
+            self.center = None
+            self.related = []
+            self._draw([], [], "No entity matches this search: nothing is drawn.")
             self.set_status("No entity matches.")
 
     def show(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import cap_height, plural
+from agcore_lab.jupyter._common import plural
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._manager import agent_named, live_session, registered_agents, stored_memory
 from agcore_lab.jupyter._session_html import render_memory
@@ -146,7 +146,6 @@ class SessionTreeBrowser(ManagerView):
             self.error_html,
         ]
         self.add_class("agc-tree-browser")
-        cap_height(self)
         self.tree_table.observe(self._picked, names="selected")
         self.tree_table.observe(self._reshaped, names=["query", "sort_key", "descending"])
         self.tree_table.observe(self._collapsed, names="collapsed")

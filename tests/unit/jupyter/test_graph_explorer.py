@@ -175,3 +175,18 @@ def test_wait_covers_the_walk_a_search_starts() -> None:
     assert explorer.wait()  # no sleeping: the follow-up walk is covered too
     assert explorer.center == "a"
     assert [item.entity.id for item in explorer.related] == ["b"]
+
+
+def test_stale_no_match_clears_the_old_neighbourhood_and_table(graph: InMemoryGraph) -> None:
+    # The stale case of the issue: after "No entity matches." the explorer kept the old
+    # neighbourhood and table, as if they belonged to the new search.
+    explorer = GraphExplorer(graph, center="ada")
+    assert explorer.wait(10)
+    assert explorer.center == "ada" and explorer.related
+    assert "related to <b>ada</b>" in explorer.table_html.value
+    assert explorer.search("zzz-nothing-like-this").wait(10) and explorer.wait(10)
+    assert "No entity matches." in explorer.status_html.value
+    assert explorer.center is None and explorer.related == [] and explorer.node_ids == []
+    assert "related to" not in explorer.table_html.value
+    assert "No entity matches this search" in html.unescape(explorer.frame_html.value)
+    assert explorer.results_dropdown.options == ()
