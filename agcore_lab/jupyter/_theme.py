@@ -23,6 +23,17 @@ STYLE = f"""
   font-size: var(--jp-ui-font-size1, 13px);
   line-height: 1.45;
 }}
+/* A view's height is capped (it scrolls inside): its rows must keep their own height, never
+   shrink into one another. */
+.agc-view.widget-box > * {{ flex-shrink: 0; }}
+/* Shown from saved widget state with no kernel, ipywidgets marks every widget "disconnected";
+   one mark, on the view itself, is enough. */
+.agc-view .jupyter-widgets-disconnected::before {{ content: none; }}
+.agc-view .agc-gone {{
+  padding: 3px 6px;
+  border-left: 3px solid var(--jp-warn-color1, #f57c00);
+  background: var(--jp-layout-color2, #eeeeee);
+}}
 .agc-view .agc-head {{ margin: 2px 0 6px 0; color: var(--jp-ui-font-color1, #1f1f1f); }}
 .agc-view .agc-head .agc-count {{ margin-left: 8px; color: var(--jp-ui-font-color2, #555); }}
 .agc-view .agc-grid {{

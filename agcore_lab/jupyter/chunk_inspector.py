@@ -172,11 +172,11 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         return f"ChunkInspector({self.name!r}, {self.splitter!r}, chunks={len(self.spans)})"
 
     def _repr_html_(self) -> str:
-        # Static fallback for nbviewer / exported HTML: the same drawing, no controls.
+        # Static snapshot for saved notebooks, nbviewer, GitHub and exported HTML: the same
+        # drawing, no controls, no SVG (sanitizers strip it to a jumble of its text).
         return (
             f'{style_tag()}{_STYLE}<div class="agc-view agc-chunk-inspector">'
-            f"{self.stats_html.value}{self.text_html.value}{self.histogram_html.value}"
-            f"{self.table_html.value}</div>"
+            f"{self.stats_html.value}{self.text_html.value}{self.table_html.value}</div>"
         )
 
     # -- the Python API behind the controls ---------------------------------------------------

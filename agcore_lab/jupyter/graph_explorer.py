@@ -400,6 +400,26 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
             "" if exc is None else f'<div class="agc-error">{html.escape(error_line(exc))}</div>'
         )
 
+    def _repr_html_(self) -> str:
+        # Static fallback for saved notebooks / nbviewer: the state as text (the drawing needs
+        # the kernel's page; an inlined vis-network is ~700 KB, too big for a snapshot).
+        where = (
+            f"neighbourhood of <b>{html.escape(self.center)}</b>"
+            if self.center
+            else "the whole graph"
+        )
+        names = ", ".join(html.escape(n) for n in self.node_ids[:50])
+        more = f" … and {len(self.node_ids) - 50} more" if len(self.node_ids) > 50 else ""
+        drawn = f"<div class='agc-meta'>drawn: {names}{more}</div>" if self.node_ids else ""
+        message = (
+            f"<div class='agc-status'>{html.escape(self.message)}</div>" if self.message else ""
+        )
+        return (
+            f'{style_tag()}<div class="agc-view agc-graph-explorer">{self.header_html.value}'
+            f"<div class='agc-status'>Showing {where} ({len(self.node_ids)} entities drawn)."
+            f"</div>{message}{drawn}{self.table_html.value}{self.status_html.value}</div>"
+        )
+
     def __repr__(self) -> str:
         where = f"center={self.center!r}" if self.center else "whole graph"
         return f"GraphExplorer({self.entity_count} entities, {where}, {len(self.node_ids)} shown)"

@@ -382,10 +382,11 @@ class CheckpointTimeline(ManagerView):
         )
 
     def _repr_html_(self) -> str:
-        # Static fallback for nbviewer / exported HTML: header, plot, table, preview.
+        # Static snapshot for saved notebooks, nbviewer, GitHub and exported HTML: header,
+        # table, preview. No SVG: sanitizers strip it to a jumble of its text.
         table = render_checkpoint_table(self.page_checkpoints(), selected=self.selected)
         return (
             f'{style_tag()}<div class="agc-view">{self._header()}'
-            f"{cumulative_plot(self._points(), selected=self.selected)}{table}"
+            f"{table}"
             f"{self.preview_html.value}</div>"
         )

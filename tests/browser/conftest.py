@@ -226,6 +226,11 @@ def jupyter_lab(
         "IPYTHONDIR": str(tmp / "ipython"),
         "PYTHONUNBUFFERED": "1",
     }
+    # Save widget state with the notebook (Settings → Jupyter Widgets → Save widget state):
+    # a saved notebook then shows each view's last state with no kernel (see docs/jupyter.md).
+    widgets_settings = tmp / "settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    widgets_settings.mkdir(parents=True)
+    (widgets_settings / "plugin.jupyterlab-settings").write_text('{"saveState": true}')
     jupyter = [sys.executable, "-m", "jupyter"]
     subprocess.run(
         [*jupyter, "labextension", "disable", "@jupyterlab/apputils-extension:announcements"],
