@@ -125,7 +125,9 @@ class JupyterLab:
 
     def open_notebook(self, page: Any, name: str, timeout: float = 60_000) -> None:
         """Open ``name`` (relative to the root dir) and wait until its kernel is idle."""
-        page.goto(f"{self.url}/lab/tree/{name}")
+        # ?reset: start from an empty workspace, so an earlier test's notebook is not restored
+        # beside this one (and made current while this test runs).
+        page.goto(f"{self.url}/lab/tree/{name}?reset")
         page.wait_for_selector(".jp-Notebook", timeout=timeout)
         self.wait_for_idle(page, timeout)
 
