@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from agcore_lab.jupyter._common import plural
 from agcore_lab.rag.splitter import ChunkSpan
 
 __all__ = [
@@ -155,7 +156,7 @@ def histogram_svg(lengths: Sequence[int], chunk_size: int, bins: int = 20) -> st
         parts.append(
             f'<rect x="{left + i * bar_w:.1f}" y="{upper + plot_h - h:.1f}" '
             f'width="{max(bar_w - 1, 1):.1f}" height="{h:.1f}">'
-            f"<title>{count} chunk(s) of length {low}-{high}</title></rect>"
+            f"<title>{plural(count, 'chunk')} of length {low}-{high}</title></rect>"
         )
     base = upper + plot_h
     parts.append(

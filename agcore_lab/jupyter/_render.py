@@ -11,6 +11,7 @@ from html import escape
 
 from agcore_lab.agent.slot_diff import DiffRow, Segment, SlotDiff, tool_call_lines
 from agcore_lab.agent.slot_ops import MergePreview
+from agcore_lab.jupyter._common import plural
 from agcore_lab.llm.messages import Message, ToolMessage
 
 __all__ = ["MAX_TEXT_CHARS", "render_diff", "render_header", "render_preview"]
@@ -155,10 +156,13 @@ def render_diff(
     ]
     if hidden_shared:
         parts.append(
-            _note(f"▸ {hidden_shared} shared message(s) before the fork (collapsed)", "agc-fold")
+            _note(
+                f"▸ {plural(hidden_shared, 'shared message')} before the fork (collapsed)",
+                "agc-fold",
+            )
         )
     if hidden_earlier:
-        parts.append(_note(f"… {hidden_earlier} earlier row(s) not shown", "agc-hidden"))
+        parts.append(_note(f"… {plural(hidden_earlier, 'earlier row')} not shown", "agc-hidden"))
     parts.extend(render_row(row) for row in rows)
     if not rows and not hidden_shared and not hidden_earlier:
         parts.append(_note("both slots are empty", "agc-nothing"))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import cap_height, error_line
+from agcore_lab.jupyter._common import cap_height, error_line, plural
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
@@ -247,7 +247,7 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         finally:
             self._quiet = False
         if matches:
-            self.set_status(f"{len(matches)} match(es): showing the best one.")
+            self.set_status(f"{plural(len(matches), 'match', 'matches')}: showing the best one.")
             self.results_dropdown.value = matches[0].entity.id  # starts the walk
         else:
             # Nothing matches: the old neighbourhood and table must not stay as if they did.

@@ -263,7 +263,12 @@ class CheckpointTimeline(ManagerView):
             finally:
                 self._quiet = False
             self.header_html.value = self._header()
-            self.plot_html.value = cumulative_plot(self._points(), selected=self.selected)
+            self.plot_html.value = (
+                "" if self.gone else cumulative_plot(self._points(), selected=self.selected)
+            )
+            shown = "none" if self.gone else None
+            self.columns_html.layout.display = shown
+            self.ckpt_select.layout.display = shown
             for b in (self.rollback_button, self.fork_button):
                 b.disabled = self.selected is None or self._acting or self.gone
             self.refresh_button.disabled = self.gone

@@ -475,9 +475,11 @@ class SessionTreeBrowser(ManagerView):
             self._needs_selection()
             return
         kids = len(node.children)
-        orphans = f" Its {kids} child session(s) stay, as orphans." if kids else ""
+        verb = "stays, as an orphan" if kids == 1 else "stay, as orphans"
+        orphans = f" Its {plural(kids, 'child session')} {verb}." if kids else ""
+        turns = plural(node.turn_index, "turn")
         self.confirm_bar.ask(
-            f"Destroy session {node.session_id} ({node.agent_name}, {node.turn_index} turns)? "
+            f"Destroy session {node.session_id} ({node.agent_name}, {turns})? "
             f"Its messages, memory and checkpoints are deleted.{orphans}",
             lambda: self._destroy(node.session_id),
             action="destroy",

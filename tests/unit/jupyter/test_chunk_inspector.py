@@ -129,7 +129,7 @@ def test_helpers_render_empty_states() -> None:
     assert render_chunk_table([], 0, 10).count("<tr>") == 1
     assert _text(render_chunked_text("", [])) == ""
     svg = histogram_svg([5, 10, 10, 95], 100)
-    assert svg.count("<rect") == 3 and "2 chunk(s) of length" in svg
+    assert svg.count("<rect") == 3 and "2 chunks of length" in svg
 
 
 def test_chunks_magic_opens_the_inspector_on_a_variable() -> None:

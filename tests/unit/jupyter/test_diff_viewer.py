@@ -47,7 +47,7 @@ def test_shows_both_columns_aligned_at_the_fork() -> None:
     assert '<div class="agc-colhead">main</div>' in body
     assert '<div class="agc-colhead">alt</div>' in body
     # Shared prefix folded into one line; the two new messages on the right, blanks on the left.
-    assert "2 shared message(s) before the fork (collapsed)" in body
+    assert "2 shared messages before the fork (collapsed)" in body
     assert body.count('class="agc-cell agc-right_only"') == 2
     assert body.count('class="agc-cell agc-empty"') == 2
     assert "agc-shared" not in body
@@ -121,7 +121,7 @@ def test_very_long_histories_are_paged() -> None:
     viewer = SlotDiffViewer(session, "main", "alt", page_size=10)
     body = viewer.body_html.value
     assert body.count("agc-right_only") == 10
-    assert "15 earlier row(s) not shown" in body
+    assert "15 earlier rows not shown" in body
     assert "message 24" in body and "message 14" not in body
     assert viewer.more_button.description == "Show more (15 hidden)"
     viewer.more_button.click()

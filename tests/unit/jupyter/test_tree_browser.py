@@ -145,7 +145,7 @@ def test_destroy_asks_first_cancel_changes_nothing(
     assert browser.confirm_bar.visible
     question = _text(browser.confirm_bar.question_html.value)
     assert f"Destroy session {tree['a']} (critic, 0 turns)?" in question
-    assert "Its 1 child session(s) stay, as orphans." in question
+    assert "Its 1 child session stays, as an orphan." in question
     browser.confirm_bar.cancel_button.click()
     assert not browser.confirm_bar.visible
     assert "nothing changed" in browser.status_html.value
