@@ -178,6 +178,18 @@ STYLE = f"""
 .agc-view svg.agc-plot .agc-pt-rollback {{ fill: var(--jp-error-color1, #c62828); }}
 .agc-view svg.agc-plot .agc-pt-fork {{ fill: var(--jp-success-color1, #2e7d32); }}
 .agc-view svg.agc-plot .agc-pt-manual {{ fill: var(--jp-warn-color1, #f57c00); }}
+.agc-view svg.agc-history {{ display: block; max-width: 100%; height: auto; }}
+.agc-view svg.agc-history polyline.agc-lane {{
+  fill: none;
+  stroke: var(--jp-brand-color1, #1976d2);
+  stroke-width: 2;
+}}
+.agc-view svg.agc-history polyline.agc-lane-branch {{ stroke: var(--jp-error-color1, #c62828); }}
+.agc-view svg.agc-history .agc-fork-stub {{
+  stroke: var(--jp-success-color1, #2e7d32);
+  stroke-width: 1.5;
+  stroke-dasharray: 2 2;
+}}
 .agc-view svg.agc-plot .agc-pt-selected {{
   stroke: var(--jp-ui-font-color1, #1f1f1f);
   stroke-width: 2;

@@ -349,3 +349,81 @@ def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
     assert memory.count("<tr>") == 51 and "… and 10 more keys" in memory
     assert "(302 more characters)" in memory  # the JSON string with its quotes, cut at 200
     assert "no checkpoints yet" in render_checkpoint_table([])
+
+
+def test_history_graph_branches_at_a_rollback_and_marks_forks(
+    manager: SessionManager, sid: str
+) -> None:
+    from agcore_lab.jupyter._history_svg import history_svg, lanes_of
+
+    checkpointer = manager.checkpointer
+    before = checkpointer.list_checkpoints_sync(sid)  # turns 3, 2, 1, 0
+    turn1 = next(c for c in before if c.turn_index == 1)
+    turn2 = next(c for c in before if c.turn_index == 2)
+    checkpointer.rollback_sync(sid, turn1.ckpt_id)
+    manager.submit_turn_sync(sid, "again")
+    child = checkpointer.fork_sync(sid, turn2.ckpt_id)
+    view = CheckpointTimeline(manager, sid)
+    try:
+        lanes, lane_of = lanes_of(view.checkpoints)
+        assert len(lanes) == 2
+        assert [c.turn_index for c in lanes[0].points] == [0, 1, 2, 3]
+        assert [(c.turn_index, c.source) for c in lanes[1].points] == [(1, "rollback"), (2, "auto")]
+        assert lanes[1].origin.ckpt_id == turn1.ckpt_id
+        assert lanes[1].label == "↩ rollback to turn 1"
+        assert view.forks == {turn2.ckpt_id: [child]}
+        svg = view.history_html.value
+        assert svg.count("<polyline") == 2 and 'data-lane="1"' in svg
+        assert f'data-children="{child}"' in svg and f"forked into {child}" in svg
+        assert "↩ rollback to turn 1" in svg and ">turn</text>" in svg
+        assert svg.count("<circle") + svg.count("<path") == len(view.checkpoints)
+        view.select(turn1.ckpt_id)
+        assert "agc-pt-selected" in view.history_html.value
+    finally:
+        view.close()
+    assert history_svg([]) == '<div class="agc-status">no checkpoints yet</div>'
+
+
+def test_history_graph_of_ten_thousand_checkpoints_stays_light() -> None:
+    from datetime import UTC, datetime
+
+    from agcore_lab.jupyter._history_svg import MAX_DOTS, history_svg
+    from agcore_lab.store.base import CkptMeta
+
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    metas = []
+    for i in range(10_000):
+        parent = f"c{i - 1:05d}" if i else None
+        if i == 6_000:
+            parent = "c02000"  # a rollback to turn 2000
+        metas.append(
+            CkptMeta(
+                ckpt_id=f"c{i:05d}",
+                session_id="s",
+                parent_ckpt_id=parent,
+                turn_index=i if i < 6_000 else 2_000 + i - 6_000,
+                created_at=stamp,
+                source="rollback" if i == 6_000 else "auto",
+                message_count=2 * i,
+                agent_name="a",
+                current_slot_id="main",
+            )
+        )
+    start = time.perf_counter()
+    svg = history_svg(metas)
+    took = time.perf_counter() - start
+    assert svg.count("<polyline") == 2
+    assert svg.count("<circle") <= MAX_DOTS
+    assert len(svg) < 400_000 and took < 1.0
+
+
+def test_rollback_rows_say_where_they_went(manager: SessionManager, sid: str) -> None:
+    view = CheckpointTimeline(manager, sid)
+    try:
+        view.select(view.checkpoints[2].ckpt_id)  # turn 1
+        view.ask_rollback()
+        assert view.confirm().wait(10) and view.wait(10)
+        newest = view.ckpt_select.options[0][0]
+        assert "rollback" in newest and "↩ to turn 1" in newest
+    finally:
+        view.close()
