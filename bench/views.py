@@ -84,6 +84,10 @@ def main() -> None:
         print(f"tree + timeline:     median {open_ms:.3f} ms/turn")
         print(f"overhead:            {overhead:+.3f} ms/turn (median), {mean_gap:+.3f} (mean)")
         print(f"ratio open / none:   {open_ms / none_ms:.2f}")
+        for name, values in (("no view", closed), ("views open", opened)):
+            ranked = sorted(values)
+            p99 = ranked[int(len(ranked) * 0.99)] * 1000
+            print(f"{name:<12} p99 {p99:.2f} ms, max {ranked[-1] * 1000:.1f} ms")
         print(f"views' catch-up after the last turn: {max(catch_up) * 1000:.0f} ms (worst)")
         worst = max(overhead, mean_gap)
         verdict = "PASS" if worst < GOAL_MS else "MISS"

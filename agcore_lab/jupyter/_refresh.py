@@ -7,7 +7,11 @@ turns every event into :meth:`Reloader.request`, which only flips a flag and, at
 ``interval`` (100 ms by default), schedules one load on agcore_lab's background loop: the
 listener returns at once, does no store I/O, and a burst of any size costs one reload. A request
 that arrives while a load runs is folded into one more load after it (no sooner than
-``interval`` after the previous one began), so the view always ends on fresh data.
+``interval`` after the previous one began), so the view always ends on fresh data. Loads share
+the loop with the turns they follow, so a slow load spaces the next ones out: a load that took
+``d`` seconds (reading and redrawing) is followed by the next no sooner than ``LOAD_SHARE_GAP
+* d`` later — the views never take more than about a fifth of the loop, however big the
+history they show.
 
 :class:`Poller` covers subjects that emit no events (a live ``AgentSession``'s slots): it
 compares a cheap in-memory fingerprint on the background loop and requests a reload when it
@@ -31,6 +35,8 @@ __all__ = ["DEFAULT_INTERVAL", "Poller", "Reloader"]
 T = TypeVar("T")
 DEFAULT_INTERVAL = 0.1
 """Seconds between two loads of one view (the redraw rate's ceiling)."""
+LOAD_SHARE_GAP = 5.0
+"""The next load starts no sooner than this many times the last load's duration after it."""
 
 
 class Reloader(Generic[T]):
@@ -77,6 +83,7 @@ class Reloader(Generic[T]):
         self._again = False  # one more load after the running one
         self._stopped = False
         self._last_start = float("-inf")
+        self._last_duration = 0.0
         self.loads = 0
         self.task: BackgroundTask[T] | None = None
 
@@ -95,9 +102,13 @@ class Reloader(Generic[T]):
                 return False
             self._scheduled = True
             self._idle.clear()
-            delay = self._last_start + self.interval - time.monotonic()
+            delay = self._next_start() - time.monotonic()
         self._schedule(delay)
         return True
+
+    def _next_start(self) -> float:
+        # Called with the lock held.
+        return self._last_start + max(self.interval, LOAD_SHARE_GAP * self._last_duration)
 
     def _schedule(self, delay: float) -> None:
         loop = bridge_loop()
@@ -138,10 +149,11 @@ class Reloader(Generic[T]):
 
     def _next(self) -> None:
         with self._lock:
+            self._last_duration = time.monotonic() - self._last_start
             if not (self._again and not self._stopped):
                 self._settle()
                 return
-            delay = self._last_start + self.interval - time.monotonic()
+            delay = self._next_start() - time.monotonic()
         self._schedule(delay)
 
     def _settle(self) -> None:
