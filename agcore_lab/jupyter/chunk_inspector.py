@@ -230,6 +230,11 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         if self._quiet:
             return
         size = max(1, round(self.size_slider.value))
+        # The browser snaps the log slider to its grid (0.01 in the exponent, about 2 %) and
+        # sends that back: a value within half a step of the current size is no change.
+        current = self.splitter.chunk_size
+        if abs(math.log10(size) - math.log10(current)) <= self.size_slider.step / 2:
+            size = current
         try:
             try:
                 parsed = json.loads(self.separators_text.value)

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionTreeBrowser"]
 
+MAX_MARKS = 500  # sessions of a scoped tree whose stored dispatch status is read
+
 
 class SessionTreeBrowser(ManagerView):
     """The sessions of a manager as a collapsible tree: select one to see its details and memory.
@@ -107,6 +109,7 @@ class SessionTreeBrowser(ManagerView):
         self.rows: list[TreeRow] = []
         self.all_rows: list[TreeRow] = []
         self.waiting: set[str] = set()
+        self.marks: dict[str, str] = {}  # a scoped tree: how each child's dispatch task ended
         self.selected: str | None = None
         self.memory: dict[str, Any] = {}
 
@@ -159,15 +162,25 @@ class SessionTreeBrowser(ManagerView):
 
     # -- loading ------------------------------------------------------------------------------
 
-    async def _load_tree(self) -> tuple[Any, set[str]]:
+    async def _load_tree(self) -> tuple[Any, set[str], dict[str, str]]:
         tree = await self.manager.tree()
         waiting = {c.session_id for c in self.manager.pending_calls()}
-        return tree, waiting
+        marks: dict[str, str] = {}
+        if self.root is not None:
+            # A scoped tree (a dispatch's children) also shows how each child's task ended,
+            # as the dispatch stored it in the child's metadata.
+            node = find_node(tree.roots, self.root)
+            for _, child in (node.walk() if node is not None else [])[1:MAX_MARKS]:
+                record = self.manager.store.get_session(child.session_id)
+                mark = record.metadata.get("dispatch") if record is not None else None
+                if isinstance(mark, str):
+                    marks[child.session_id] = mark
+        return tree, waiting, marks
 
-    def _tree_loaded(self, loaded: tuple[Any, set[str]]) -> None:
-        tree, waiting = loaded
+    def _tree_loaded(self, loaded: tuple[Any, set[str], dict[str, str]]) -> None:
+        tree, waiting, marks = loaded
         with self._lock:
-            self.tree, self.waiting = tree, waiting
+            self.tree, self.waiting, self.marks = tree, waiting, marks
             roots = list(tree.roots)
             if self.root is not None:
                 node = find_node(roots, self.root)
@@ -280,6 +293,7 @@ class SessionTreeBrowser(ManagerView):
         ...) or ``waiting for approval`` first, then ``live``/``stored``, then ``orphan``."""
         parts = []
         extra = self.status_of(node.session_id) if self.status_of is not None else None
+        extra = extra or self.marks.get(node.session_id)
         if extra and extra != "waiting":
             parts.append(extra.replace("_", " "))
         if node.session_id in self.waiting:
@@ -342,6 +356,11 @@ class SessionTreeBrowser(ManagerView):
                 self.agent_dropdown.options = names
             if names and self.agent_dropdown.value not in names:
                 self.agent_dropdown.value = current if current in names else names[0]
+
+    def redraw(self) -> None:
+        """Draw again from what the view holds (no reading), e.g. when ``status_of`` changed."""
+        with self._lock:
+            self._render()
 
     def _empty_text(self) -> str:
         if self.gone:

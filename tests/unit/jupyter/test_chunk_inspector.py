@@ -186,3 +186,11 @@ def test_histogram_has_axes_with_ticks_and_the_size_marked() -> None:
 def test_height_is_capped() -> None:
     view = ChunkInspector("word " * 3000, chunk_size=20, chunk_overlap=0)
     assert view.layout.max_height == "600px" and view.layout.overflow_y == "auto"
+
+
+def test_the_browsers_snapped_slider_value_does_not_change_the_size() -> None:
+    view = ChunkInspector("word " * 4000, chunk_size=300, chunk_overlap=0)
+    view.size_slider.value = 10**2.48  # 302: what the browser sends back for 300
+    assert view.splitter.chunk_size == 300
+    view.size_slider.value = 10**2.6  # a real move
+    assert view.splitter.chunk_size == 398

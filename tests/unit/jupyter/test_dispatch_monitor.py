@@ -299,3 +299,15 @@ def test_the_embedded_tree_leaves_out_other_sessions(
     assert monitor.tree_browser is not None
     ids = [r["id"] for r in monitor.tree_browser.tree_table.rows]
     assert lead in ids and other not in ids and len(ids) == 2
+
+
+def test_a_finished_childs_reply_shows_while_the_others_run(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    tasks = [(_worker(reply="fast"), "one"), (_worker("slow", latency=30), "two")]
+    monitor = make_monitor(manager, lead, tasks, DispatchConfig(max_concurrency=2))
+    assert _until(lambda: monitor.rows()[0].reply == "fast: one", timeout=10)
+    assert monitor.outcome == "running" and monitor.rows()[1].reply is None
+    assert "fast: one" in _text(monitor.table_html.value)
+    monitor.cancel()
+    assert monitor.wait(30)
