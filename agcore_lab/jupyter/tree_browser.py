@@ -20,14 +20,13 @@ import ipywidgets as widgets
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._common import plural
 from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._manager import agent_named, live_session, registered_agents, stored_memory
+from agcore_lab.jupyter._manager import live_session, registered_agents, stored_memory
 from agcore_lab.jupyter._session_html import render_memory
-from agcore_lab.jupyter._svg import format_cost, format_tokens
-from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter._tree_html import TreeRow, find_node, flatten, render_details, render_tree
 from agcore_lab.jupyter._view import ManagerView
-from agcore_lab.jupyter.tree.rows import COLUMNS, SORT_KEYS, short_time, tone
+from agcore_lab.jupyter.tree.actions import TreeActions
+from agcore_lab.jupyter.tree.rows import COLUMNS, SORT_KEYS, status_text, table_row
 from agcore_lab.jupyter.tree.rows import open_rows as _open_rows
 from agcore_lab.jupyter.tree.rows import search_rows as _search
 from agcore_lab.jupyter.tree.table import TreeTable
@@ -40,7 +39,7 @@ __all__ = ["SessionTreeBrowser"]
 MAX_MARKS = 500  # sessions of a scoped tree whose stored dispatch status is read
 
 
-class SessionTreeBrowser(ManagerView):
+class SessionTreeBrowser(TreeActions, ManagerView):
     """The sessions of a manager as a collapsible tree: select one to see its details and memory.
 
     The tree is a table (an anywidget front-end, :class:`~agcore_lab.jupyter.tree.table.TreeTable`)
@@ -291,38 +290,11 @@ class SessionTreeBrowser(ManagerView):
     def status(self, node: Any) -> str:
         """A session's status as shown: the dispatch's view of it (``failed``, ``running``,
         ...) or ``waiting for approval`` first, then ``live``/``stored``, then ``orphan``."""
-        parts = []
         extra = self.status_of(node.session_id) if self.status_of is not None else None
-        extra = extra or self.marks.get(node.session_id)
-        if extra and extra != "waiting":
-            parts.append(extra.replace("_", " "))
-        if node.session_id in self.waiting:
-            parts.append("waiting for approval")
-        parts.append(str(node.status))
-        if getattr(node, "orphan", False):
-            parts.append("orphan")
-        return " · ".join(parts)
+        return status_text(node, extra or self.marks.get(node.session_id), self.waiting)
 
     def _table_row(self, row: TreeRow, collapsed: set[str]) -> dict[str, Any]:
-        node = row.node
-        status = self.status(node)
-        return {
-            "id": node.session_id,
-            "depth": row.depth,
-            "kids": len(node.children),
-            "open": node.session_id not in collapsed,
-            "tone": tone(status),
-            "title": f"{node.session_id} · {status}",
-            "cells": {
-                "agent": node.agent_name,
-                "id": node.session_id,
-                "turns": f"{node.turn_index:,}",
-                "tokens": format_tokens(node.total_tokens),
-                "cost": format_cost(node.cost_usd),
-                "status": status,
-                "created": short_time(node.created_at),
-            },
-        }
+        return table_row(row, self.status(row.node), collapsed)
 
     def _render(self) -> None:
         with self._lock:
@@ -429,100 +401,6 @@ class SessionTreeBrowser(ManagerView):
         finally:
             self._quiet = False
         self._reshape()
-
-    # -- actions ------------------------------------------------------------------------------
-
-    def _needs_selection(self) -> str | None:
-        if self.selected is None:
-            self.show_error(InvalidInputError("select a session first"))
-        return self.selected
-
-    def _picked_agent(self, name: str | None) -> Any:
-        name = name or self.agent_dropdown.value
-        if not name:
-            self.show_error(
-                InvalidInputError("no registered agents: call manager.register_agent(agent)")
-            )
-            return None
-        try:
-            return agent_named(self.manager, name)
-        except InvalidInputError as exc:
-            self.show_error(exc)
-            return None
-
-    def new_child(self, agent_name: str | None = None) -> BackgroundTask[Any] | None:
-        """Create a child of the selected session with a registered agent (the dropdown's)."""
-        parent = self._needs_selection()
-        agent = None if parent is None else self._picked_agent(agent_name)
-        if parent is None or agent is None:
-            return None
-
-        def created(child: str) -> None:
-            self.selected = child
-            self.set_status(f"Created {child} ({agent.name}) under {parent}.")
-
-        coro = self.manager.create_child(parent, agent)
-        return self._act(coro, f"Creating a child of {parent}", created)
-
-    def switch_agent(self, agent_name: str | None = None) -> BackgroundTask[Any] | None:
-        """Give the selected session another registered agent (history and memory stay)."""
-        sid = self._needs_selection()
-        agent = None if sid is None else self._picked_agent(agent_name)
-        if sid is None or agent is None:
-            return None
-        return self._act(
-            self.manager.switch_agent(sid, agent),
-            f"Switching {sid} to {agent.name!r}",
-            lambda _: self.set_status(f"{sid} now uses agent {agent.name!r}."),
-        )
-
-    def recover(self) -> BackgroundTask[Any] | None:
-        """Load the selected stored session from the store (it becomes live)."""
-        sid = self._needs_selection()
-        if sid is None:
-            return None
-        return self._act(
-            self.manager.recover(sid),
-            f"Recovering {sid}",
-            lambda _: self.set_status(f"Recovered {sid}; it is live now."),
-        )
-
-    def ask_destroy(self) -> None:
-        """Ask for confirmation before destroying the selected session."""
-        node = self.selected_node
-        if node is None:
-            self._needs_selection()
-            return
-        kids = len(node.children)
-        verb = "stays, as an orphan" if kids == 1 else "stay, as orphans"
-        orphans = f" Its {plural(kids, 'child session')} {verb}." if kids else ""
-        turns = plural(node.turn_index, "turn")
-        self.confirm_bar.ask(
-            f"Destroy session {node.session_id} ({node.agent_name}, {turns})? "
-            f"Its messages, memory and checkpoints are deleted.{orphans}",
-            lambda: self._destroy(node.session_id),
-            action="destroy",
-            confirm_label="Destroy",
-            on_cancel=lambda: self.set_status("Destroy cancelled; nothing changed."),
-        )
-        self.set_status("Confirm or Cancel.")
-
-    def confirm_destroy(self) -> BackgroundTask[Any] | None:
-        """Destroy the session named in the open question (see :meth:`ask_destroy`)."""
-        if self.confirm_bar.pending != "destroy":
-            return None
-        return self.confirm_bar.confirm()  # type: ignore[return-value]
-
-    def cancel_destroy(self) -> None:
-        """Close the question; nothing changes."""
-        self.confirm_bar.cancel()
-
-    def _destroy(self, sid: str) -> BackgroundTask[Any] | None:
-        return self._act(
-            self.manager.destroy(sid),
-            f"Destroying {sid}",
-            lambda _: self.set_status(f"Destroyed {sid}."),
-        )
 
     # -- lifetime and reprs -------------------------------------------------------------------
 

@@ -7,9 +7,19 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from agcore_lab.jupyter._svg import format_cost, format_tokens
 from agcore_lab.jupyter._tree_html import TreeRow
 
-__all__ = ["COLUMNS", "SORT_KEYS", "open_rows", "search_rows", "short_time", "tone"]
+__all__ = [
+    "COLUMNS",
+    "SORT_KEYS",
+    "open_rows",
+    "search_rows",
+    "short_time",
+    "status_text",
+    "table_row",
+    "tone",
+]
 
 COLUMNS: list[dict[str, str]] = [
     {"key": "agent", "label": "agent", "align": "left"},
@@ -85,3 +95,39 @@ def open_rows(rows: Sequence[TreeRow], collapsed: set[str]) -> list[TreeRow]:
         if row.node.session_id in collapsed and row.node.children:
             hide_below = row.depth
     return shown
+
+
+def status_text(node: Any, extra: str | None, waiting: set[str]) -> str:
+    """``failed · live``, ``waiting for approval · stored · orphan``...: ``extra`` (a
+    dispatch's status) first, then a waiting approval, then live/stored, then orphan."""
+    parts = []
+    if extra and extra != "waiting":
+        parts.append(extra.replace("_", " "))
+    if node.session_id in waiting:
+        parts.append("waiting for approval")
+    parts.append(str(node.status))
+    if getattr(node, "orphan", False):
+        parts.append("orphan")
+    return " · ".join(parts)
+
+
+def table_row(row: TreeRow, status: str, collapsed: set[str]) -> dict[str, Any]:
+    """One row for the tree table (see :class:`~agcore_lab.jupyter.tree.table.TreeTable`)."""
+    node = row.node
+    return {
+        "id": node.session_id,
+        "depth": row.depth,
+        "kids": len(node.children),
+        "open": node.session_id not in collapsed,
+        "tone": tone(status),
+        "title": f"{node.session_id} · {status}",
+        "cells": {
+            "agent": node.agent_name,
+            "id": node.session_id,
+            "turns": f"{node.turn_index:,}",
+            "tokens": format_tokens(node.total_tokens),
+            "cost": format_cost(node.cost_usd),
+            "status": status,
+            "created": short_time(node.created_at),
+        },
+    }
