@@ -26,12 +26,11 @@ from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter.graph import page as _graph_page
 from agcore_lab.jupyter.graph import walks
+from agcore_lab.jupyter.graph.clicks import NodeClicks
 from agcore_lab.jupyter.graph.frame import GraphFrame
 from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
 if TYPE_CHECKING:
-    from pyvis.network import Network
-
     from agcore_lab.kg.base import KnowledgeGraph
 
 __all__ = ["GraphExplorer"]
@@ -41,7 +40,7 @@ SEARCH_LIMIT = 20
 THEMES = ("auto", "light", "dark")
 
 
-class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class GraphExplorer(NodeClicks, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """An interactive view of a :class:`~agcore_lab.kg.base.KnowledgeGraph`.
 
     Graphs of at most ``max_nodes`` entities are drawn whole at first; larger ones show only
@@ -387,73 +386,6 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
     def _picked(self, change: dict[str, Any]) -> None:
         if not self._quiet and change["new"] is not None:
             self.show(change["new"])
-
-    def on_node_click(self, callback: Callable[[str], object]) -> None:
-        """Call ``callback(entity_id)`` when a node is clicked (before the view re-centres).
-
-        The callback runs on the kernel's thread that handles widget messages; an error in it
-        is kept in ``callback_error`` and does not stop the re-centring.
-        """
-        self._click_callbacks.append(callback)
-
-    def click(self, entity_id: str) -> BackgroundTask[Any] | None:
-        """What a click on a drawn node does: tell the callbacks, then show its neighbourhood.
-
-        Returns:
-            The walk's task, or ``None`` when ``entity_id`` is not drawn (the error is shown).
-        """
-        if entity_id not in self.node_ids:
-            self.show_error(
-                InvalidInputError(f"entity {entity_id!r} is not drawn; nothing to centre")
-            )
-            return None
-        self.callback_error = None
-        for callback in list(self._click_callbacks):
-            try:
-                callback(entity_id)
-            except Exception as exc:  # a user's callback must not break the view
-                self.callback_error = exc
-        task = self.show(entity_id)
-        if self.callback_error is not None:
-            self.set_status(f"A node-click callback failed: {error_line(self.callback_error)}")
-        return task
-
-    def _frame_clicked(self, _change: object) -> None:
-        clicked = self.frame.clicked
-        if clicked is not None:
-            self.click(clicked)
-
-    def to_pyvis(self, **options: Any) -> Network:
-        """The current view as a real :class:`pyvis.network.Network`, to customise and
-        ``save_graph()`` the pyvis way: the drawn entities (coloured by type, the centre
-        larger) and relations, with the same text-only labels — names as labels, tooltips as
-        escaped text, so no entity text can become markup in pyvis's page.
-
-        Args:
-            options: Passed to :func:`agcore_lab.jupyter.graph.export.to_pyvis` (``height``,
-                ``cdn_resources``, ``theme``...).
-
-        Example:
-            >>> from agcore_lab.kg import GraphEntity, GraphRelation, InMemoryGraph
-            >>> g = InMemoryGraph()
-            >>> for name in ("ada", "engine"):
-            ...     _ = g.add_entity_sync(GraphEntity(id=name))
-            >>> _ = g.add_relation_sync(GraphRelation(source="ada", target="engine"))
-            >>> net = GraphExplorer(g).to_pyvis()
-            >>> sorted(net.get_nodes()), len(net.get_edges())
-            (['ada', 'engine'], 1)
-        """
-        from agcore_lab.jupyter.graph.export import to_pyvis
-
-        theme = options.pop("theme", "dark" if self.theme == "dark" else "light")
-        return to_pyvis(
-            self._entities,
-            self._edges,
-            colours={t: c[theme] for t, c in self._colours.items()},
-            center=self.center,
-            theme=theme,
-            **options,
-        )
 
     def _walk_changed(self, _change: object) -> None:
         if not self._quiet and self.center is not None:
