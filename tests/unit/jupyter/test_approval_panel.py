@@ -453,3 +453,29 @@ def test_stale_edited_approval_made_elsewhere_shows_what_ran(
     assert "ran with (edited)" in shown and '"to": "u9"' in shown
     assert "EXECUTED" in _text(card.head_html.value)
     assert panel.pending == []
+
+
+def test_a_call_about_to_expire_is_flagged() -> None:
+    from datetime import timedelta
+
+    from agcore_lab.ids import utcnow
+    from agcore_lab.jupyter._approval_html import render_time_left
+
+    now = utcnow()
+    call = PendingToolCall(
+        interrupt_id="i1",
+        session_id="s",
+        run_id="r",
+        tool_call_id="c",
+        tool_name="transfer",
+        expires_at=now + timedelta(seconds=30),
+    )
+    soon = render_time_left(call, now)
+    assert "agc-expiring" in soon and "⚠ expires soon: expires in 30 s" in soon
+    later = render_time_left(
+        call.model_copy(update={"expires_at": now + timedelta(minutes=5)}), now
+    )
+    assert "agc-expiring" not in later and "expires in 5 min 0 s" in later
+    gone = render_time_left(call.model_copy(update={"expires_at": now - timedelta(seconds=1)}), now)
+    assert "agc-expired" in gone and "expires soon" not in gone
+    assert render_time_left(call.model_copy(update={"expires_at": None}), now).count("no expiry")
