@@ -11,7 +11,7 @@ Widgets load on first use, so loading the extension stays fast::
     ApprovalPanel(manager)
     monitor = DispatchMonitor(manager, parent_id, tasks, config)
     ChunkInspector(text)
-    GraphExplorer(graph)
+    GraphExplorer(graph)          # explorer.to_pyvis(), or graph_to_pyvis(graph)
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agcore_lab.jupyter.chunk_inspector import ChunkInspector
     from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
     from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
+    from agcore_lab.jupyter.graph.export import graph_to_pyvis
     from agcore_lab.jupyter.graph_explorer import GraphExplorer
     from agcore_lab.jupyter.ingest_progress import IngestProgressBar
     from agcore_lab.jupyter.magics import AgcoreMagics
@@ -42,6 +43,7 @@ __all__ = [
     "IngestProgressBar",
     "SessionTreeBrowser",
     "SlotDiffViewer",
+    "graph_to_pyvis",
     "load_ipython_extension",
 ]
 
@@ -57,6 +59,7 @@ _LAZY = {
     "IngestProgressBar": "ingest_progress",
     "SessionTreeBrowser": "tree_browser",
     "SlotDiffViewer": "diff_viewer",
+    "graph_to_pyvis": "graph.export",
 }
 
 

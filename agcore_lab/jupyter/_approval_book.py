@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["CallBook"]
 
 _PENDING = "PENDING_APPROVAL"
+_UNSETTLED = (_PENDING, "APPROVED_EXECUTING")
 
 
 class CallBook:
@@ -52,8 +53,9 @@ class CallBook:
         return call.status == _PENDING and call.interrupt_id not in self.outcomes
 
     def stopped_waiting(self, listed: set[str]) -> list[PendingToolCall]:
-        """Calls shown as waiting that the latest listing no longer has."""
-        return [c for c in self.calls if c.status == _PENDING and c.interrupt_id not in listed]
+        """Calls shown as waiting (or running) that the latest listing no longer has: their
+        stored state is read again until it is final, so a card shows what actually ran."""
+        return [c for c in self.calls if c.status in _UNSETTLED and c.interrupt_id not in listed]
 
     def merge(self, waiting: list[PendingToolCall], left: list[PendingToolCall]) -> None:
         """Take a reload: the calls waiting now, and the stored state of those that left (a

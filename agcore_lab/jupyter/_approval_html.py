@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from agcore_lab.ids import utcnow
 from agcore_lab.jupyter._approval_ops import ApprovalOutcome, time_left
 from agcore_lab.jupyter._session_html import full_time
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_STYLE",
     "arguments_json",
+    "ran_arguments",
     "render_arguments",
     "render_call_head",
     "render_calls_table",
@@ -53,6 +56,7 @@ APPROVAL_STYLE = """<style>
 }
 .agc-view .agc-time-left { color: var(--jp-ui-font-color2, #555); }
 .agc-view .agc-time-left.agc-expired { color: var(--jp-error-color1, #c62828); }
+.agc-view .agc-time-left.agc-expiring { color: var(--jp-warn-color1, #f57c00); font-weight: 600; }
 .agc-view .agc-warning {
   padding: 3px 6px;
   color: var(--jp-ui-font-color1, #1f1f1f);
@@ -100,12 +104,35 @@ def arguments_json(arguments: object) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
-def render_arguments(call: PendingToolCall) -> str:
-    """The call's arguments as escaped, indented JSON."""
-    text = arguments_json(call.tool_args)
+def _args_pre(arguments: Any, css: str = "agc-args") -> str:
+    text = arguments_json(arguments)
     if len(text) > MAX_ARGS_CHARS:
         text = text[:MAX_ARGS_CHARS] + f"\n… ({len(text) - MAX_ARGS_CHARS} more characters)"
-    return f'<pre class="agc-args">{escape(text)}</pre>'
+    return f'<pre class="{css}">{escape(text)}</pre>'
+
+
+def ran_arguments(call: PendingToolCall) -> dict[str, Any] | None:
+    """The arguments a person approved instead of the model's (an edited approval), if any."""
+    decision = call.decision or {}
+    edited = decision.get("arguments") if decision.get("kind") == "approve" else None
+    return edited if isinstance(edited, dict) and edited != call.tool_args else None
+
+
+def render_arguments(call: PendingToolCall) -> str:
+    """The call's arguments as escaped, indented JSON.
+
+    After an edited approval the arguments that actually ran come first, labelled so, and the
+    model's original ones follow, marked as not run.
+    """
+    edited = ran_arguments(call)
+    if edited is None:
+        return _args_pre(call.tool_args)
+    ran = "ran with (edited)" if call.status == "EXECUTED" else "approved with (edited)"
+    return (
+        f'<div class="agc-meta agc-args-label">{ran}:</div>{_args_pre(edited)}'
+        '<details class="agc-args-original"><summary class="agc-meta">the model asked for '
+        f"(not run)</summary>{_args_pre(call.tool_args, 'agc-args agc-args-unused')}</details>"
+    )
 
 
 def badge(status: str) -> str:
@@ -124,14 +151,25 @@ def render_call_head(call: PendingToolCall) -> str:
     )
 
 
-def render_time_left(call: PendingToolCall) -> str:
-    """Time left until expiry, refreshed by the panel's countdown."""
+EXPIRING_SOON = 60.0
+"""Seconds: a waiting call with less time left than this is flagged "expires soon"."""
+
+
+def render_time_left(call: PendingToolCall, now: datetime | None = None) -> str:
+    """Time left until expiry, refreshed by the panel's countdown; a call about to expire
+    (under :data:`EXPIRING_SOON` seconds) is flagged."""
     if call.status not in ("PENDING_APPROVAL", "EXPIRED"):
         return ""
-    left = time_left(call)
+    left = time_left(call, now)
     css = "agc-time-left agc-expired" if left == "expired" else "agc-time-left"
+    flag = ""
+    if left != "expired" and call.expires_at is not None:
+        remaining = (call.expires_at - (now or utcnow())).total_seconds()
+        if remaining < EXPIRING_SOON:
+            css += " agc-expiring"
+            flag = "⚠ expires soon: "
     until = f" (at {full_time(call.expires_at)} UTC)" if call.expires_at is not None else ""
-    return f'<span class="{css}">{escape(left)}{escape(until)}</span>'
+    return f'<span class="{css}">{escape(flag + left)}{escape(until)}</span>'
 
 
 def render_warning(call: PendingToolCall) -> str:

@@ -100,6 +100,16 @@ class ConfirmBar(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         action, _ = self._hide()
         return action() if action is not None else None
 
+    def dismiss(self) -> bool:
+        """Withdraw the question (its subject is gone): hide, run nothing, call no callback.
+
+        Returns:
+            Whether a question was showing.
+        """
+        shown = self.pending is not None
+        self._hide()
+        return shown
+
     def cancel(self) -> None:
         """Hide the bar without running anything."""
         _, on_cancel = self._hide()

@@ -24,6 +24,8 @@ class TaskRow:
     task: str
     status: str
     child_id: str | None
+    reply: str | None = None
+    error: str | None = None
 
 
 def count_statuses(statuses: Sequence[str]) -> dict[str, int]:
@@ -49,16 +51,27 @@ def _cut(text: str) -> str:
     return flat if len(flat) <= MAX_TASK_CHARS else flat[: MAX_TASK_CHARS - 1] + "…"
 
 
+def _outcome(row: TaskRow) -> str:
+    if row.error:
+        return f'<span class="agc-error agc-task-error">{escape(_cut(row.error))}</span>'
+    if row.reply is not None:
+        return f'<span class="agc-task-reply">{escape(_cut(row.reply))}</span>'
+    return ""
+
+
 def render_tasks(rows: Sequence[TaskRow]) -> str:
-    """The tasks on one page: number, status, agent, task text and child session."""
+    """The tasks on one page: number, status, agent, task text, child session, and the
+    reply (a preview) or the error text."""
     if not rows:
         return '<div class="agc-status">no tasks</div>'
-    heads = "".join(f"<th>{h}</th>" for h in ("#", "status", "agent", "task", "child session"))
+    heads = "".join(
+        f"<th>{h}</th>" for h in ("#", "status", "agent", "task", "child session", "reply / error")
+    )
     body = "".join(
         f'<tr class="agc-task agc-task-{escape(r.status)}"><td>{r.index}</td>'
         f"<td>{badge(r.status)}</td><td>{escape(r.agent_name)}</td>"
         f'<td class="agc-task-text">{escape(_cut(r.task))}</td>'
-        f"<td><code>{escape(r.child_id or '')}</code></td></tr>"
+        f"<td><code>{escape(r.child_id or '')}</code></td><td>{_outcome(r)}</td></tr>"
         for r in rows
     )
     return f'<table class="agc-table agc-tasks"><tr>{heads}</tr>{body}</table>'

@@ -11,6 +11,7 @@ from html import escape
 
 from agcore_lab.agent.slot_diff import DiffRow, Segment, SlotDiff, tool_call_lines
 from agcore_lab.agent.slot_ops import MergePreview
+from agcore_lab.jupyter._common import plural
 from agcore_lab.llm.messages import Message, ToolMessage
 
 __all__ = ["MAX_TEXT_CHARS", "render_diff", "render_header", "render_preview"]
@@ -59,6 +60,16 @@ def _meta_html(message: Message, index: int | None) -> str:
     return f'<div class="agc-meta">{" ".join(bits)}</div>'
 
 
+def _tools_html(message: Message, *, changed: bool = False) -> str:
+    """The message's tool calls, one ``⚙ name({...})`` line each (escaped); ``""`` if none."""
+    calls = tool_call_lines(message)
+    if not calls:
+        return ""
+    css = " agc-tools-changed" if changed else ""
+    lines = "\n".join(f"⚙ {call}" for call in calls)
+    return f'<div class="agc-tools{css}">{escape(lines)}</div>'
+
+
 def render_message(
     message: Message,
     index: int | None,
@@ -70,12 +81,7 @@ def render_message(
     """One message as a grid cell: role label, index, text (with word marks) and tool calls."""
     text = segments if segments else ((("equal", message.text),) if message.text else ())
     body = _text_html(text)
-    calls = tool_call_lines(message)
-    tools = ""
-    if calls:
-        changed = " agc-tools-changed" if tools_changed else ""
-        lines = "\n".join(f"⚙ {call}" for call in calls)
-        tools = f'<div class="agc-tools{changed}">{escape(lines)}</div>'
+    tools = _tools_html(message, changed=tools_changed)
     return (
         f'<div class="agc-cell agc-{kind}" data-kind="{kind}">'
         f'{_meta_html(message, index)}<div class="agc-text">{body}</div>{tools}</div>'
@@ -150,10 +156,13 @@ def render_diff(
     ]
     if hidden_shared:
         parts.append(
-            _note(f"▸ {hidden_shared} shared message(s) before the fork (collapsed)", "agc-fold")
+            _note(
+                f"▸ {plural(hidden_shared, 'shared message')} before the fork (collapsed)",
+                "agc-fold",
+            )
         )
     if hidden_earlier:
-        parts.append(_note(f"… {hidden_earlier} earlier row(s) not shown", "agc-hidden"))
+        parts.append(_note(f"… {plural(hidden_earlier, 'earlier row')} not shown", "agc-hidden"))
     parts.extend(render_row(row) for row in rows)
     if not rows and not hidden_shared and not hidden_earlier:
         parts.append(_note("both slots are empty", "agc-nothing"))
@@ -167,7 +176,7 @@ def render_preview(preview: MergePreview) -> str:
     shown = preview.incoming[:MAX_PREVIEW_MESSAGES]
     items = "".join(
         f"<li>{_meta_html(m, None)}<div class='agc-text'>"
-        f"{_text_html((('equal', m.text),) if m.text else ())}</div></li>"
+        f"{_text_html((('equal', m.text),) if m.text else ())}</div>{_tools_html(m)}</li>"
         for m in shown
     )
     more = len(preview.incoming) - len(shown)

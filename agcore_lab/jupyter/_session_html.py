@@ -52,9 +52,10 @@ def full_time(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def checkpoint_option(meta: Any) -> str:
-    """One checkpoint as a fixed-width row of text (for the selection list)."""
-    label = (meta.label or "").replace("\n", " ")
+def checkpoint_option(meta: Any, label: str | None = None) -> str:
+    """One checkpoint as a fixed-width row of text (for the selection list); ``label``
+    replaces the stored label (a rollback says where it went: ``↩ to turn 1``)."""
+    label = (meta.label or "" if label is None else label).replace("\n", " ")
     label = label if len(label) <= 16 else label[:15] + "…"
     return (
         f"{meta.turn_index:>4}  {short_time(meta.created_at):<8}  {meta.source:<8}  "

@@ -36,9 +36,20 @@ def format_tokens(tokens: int) -> str:
     return f"{tokens:,}"
 
 
-def format_cost(cost: float) -> str:
-    """Dollars with enough digits for cheap models: ``$0.000123``, ``$1.23``."""
-    return f"${cost:.2f}" if cost >= 1 else f"${cost:.6f}"
+def format_cost(cost: float | None) -> str:
+    """Dollars with three significant digits: ``$0.000123``, ``$0.0421``, ``$1.23``
+    (``<$0.0001`` below that); ``—`` when nothing was priced (no price is known for the
+    model, or nothing ran yet).
+
+    Example:
+        >>> format_cost(0.000123456), format_cost(0.04213), format_cost(12.345), format_cost(0)
+        ('$0.000123', '$0.0421', '$12.35', '—')
+    """
+    if cost is None or cost <= 0:
+        return "—"
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    return f"${cost:.3g}" if cost >= 0.0001 else "<$0.0001"
 
 
 def _thin(points: Sequence[PlotPoint], keep: str | None) -> list[tuple[int, PlotPoint]]:

@@ -23,6 +23,17 @@ STYLE = f"""
   font-size: var(--jp-ui-font-size1, 13px);
   line-height: 1.45;
 }}
+/* A view's height is capped (it scrolls inside): its rows must keep their own height, never
+   shrink into one another. */
+.agc-view.widget-box > * {{ flex-shrink: 0; }}
+/* Shown from saved widget state with no kernel, ipywidgets marks every widget "disconnected";
+   one mark, on the view itself, is enough. */
+.agc-view .jupyter-widgets-disconnected::before {{ content: none; }}
+.agc-view .agc-gone {{
+  padding: 3px 6px;
+  border-left: 3px solid var(--jp-warn-color1, #f57c00);
+  background: var(--jp-layout-color2, #eeeeee);
+}}
 .agc-view .agc-head {{ margin: 2px 0 6px 0; color: var(--jp-ui-font-color1, #1f1f1f); }}
 .agc-view .agc-head .agc-count {{ margin-left: 8px; color: var(--jp-ui-font-color2, #555); }}
 .agc-view .agc-grid {{
@@ -167,6 +178,18 @@ STYLE = f"""
 .agc-view svg.agc-plot .agc-pt-rollback {{ fill: var(--jp-error-color1, #c62828); }}
 .agc-view svg.agc-plot .agc-pt-fork {{ fill: var(--jp-success-color1, #2e7d32); }}
 .agc-view svg.agc-plot .agc-pt-manual {{ fill: var(--jp-warn-color1, #f57c00); }}
+.agc-view svg.agc-history {{ display: block; max-width: 100%; height: auto; }}
+.agc-view svg.agc-history polyline.agc-lane {{
+  fill: none;
+  stroke: var(--jp-brand-color1, #1976d2);
+  stroke-width: 2;
+}}
+.agc-view svg.agc-history polyline.agc-lane-branch {{ stroke: var(--jp-error-color1, #c62828); }}
+.agc-view svg.agc-history .agc-fork-stub {{
+  stroke: var(--jp-success-color1, #2e7d32);
+  stroke-width: 1.5;
+  stroke-dasharray: 2 2;
+}}
 .agc-view svg.agc-plot .agc-pt-selected {{
   stroke: var(--jp-ui-font-color1, #1f1f1f);
   stroke-width: 2;

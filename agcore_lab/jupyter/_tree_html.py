@@ -7,7 +7,7 @@ no-break spaces, so it survives in an HTML ``<select>`` (which collapses plain s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -15,7 +15,15 @@ from typing import Any
 from agcore_lab.jupyter._session_html import full_time
 from agcore_lab.jupyter._svg import format_cost, format_tokens
 
-__all__ = ["TreeRow", "flatten", "node_status", "render_details", "render_tree", "row_text"]
+__all__ = [
+    "TreeRow",
+    "find_node",
+    "flatten",
+    "node_status",
+    "render_details",
+    "render_tree",
+    "row_text",
+]
 
 _NBSP = "\u00a0"
 
@@ -34,15 +42,29 @@ def node_status(node: Any) -> str:
     return f"{node.status} · orphan" if getattr(node, "orphan", False) else str(node.status)
 
 
-def flatten(roots: Iterable[Any]) -> list[TreeRow]:
-    """Depth-first rows (parents before children), without recursion (deep trees are fine)."""
+def flatten(
+    roots: Iterable[Any], *, order: tuple[Callable[[Any], Any], bool] | None = None
+) -> list[TreeRow]:
+    """Depth-first rows (parents before children), without recursion (deep trees are fine).
+
+    Args:
+        roots: The tree's roots.
+        order: ``(key, descending)`` to sort the roots and every node's children by.
+    """
+
+    def arrange(nodes: Iterable[Any]) -> list[Any]:
+        nodes = list(nodes)
+        if order is not None:
+            nodes.sort(key=order[0], reverse=order[1])
+        return nodes
+
     rows: list[TreeRow] = []
     # (node, depth, prefix of its children, its own prefix)
-    stack: list[tuple[Any, int, str, str]] = [(r, 0, "", "") for r in reversed(list(roots))]
+    stack: list[tuple[Any, int, str, str]] = [(r, 0, "", "") for r in reversed(arrange(roots))]
     while stack:
         node, depth, lead, own = stack.pop()
         rows.append(TreeRow(node=node, depth=depth, prefix=own))
-        children = list(node.children)
+        children = arrange(node.children)
         for i in range(len(children) - 1, -1, -1):
             last = i == len(children) - 1
             branch = "└─" if last else "├─"
@@ -51,17 +73,33 @@ def flatten(roots: Iterable[Any]) -> list[TreeRow]:
     return rows
 
 
-def row_text(row: TreeRow) -> str:
-    """One row as plain text: tree prefix, agent, turns, cost, status and a short id."""
+def row_text(row: TreeRow, status: str | None = None) -> str:
+    """One row as plain text: tree prefix, agent, turns, cost, status and the id."""
     node = row.node
     turns = f"{node.turn_index} turn{'s' if node.turn_index != 1 else ''}"
     return (
         f"{row.prefix}{node.agent_name} · {turns} · {format_cost(node.cost_usd)} · "
-        f"{node_status(node)} · {node.session_id}"
+        f"{status or node_status(node)} · {node.session_id}"
     )
 
 
-def render_tree(rows: Sequence[TreeRow], *, selected: str | None = None) -> str:
+def find_node(roots: Iterable[Any], session_id: str) -> Any:
+    """The node of ``session_id`` anywhere in the tree, or ``None`` (no recursion)."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node.session_id == session_id:
+            return node
+        stack.extend(node.children)
+    return None
+
+
+def render_tree(
+    rows: Sequence[TreeRow],
+    *,
+    selected: str | None = None,
+    status: Callable[[Any], str] = node_status,
+) -> str:
     """Rows as an HTML list (for the static fallback); every field escaped."""
     items = []
     for row in rows:
@@ -69,9 +107,10 @@ def render_tree(rows: Sequence[TreeRow], *, selected: str | None = None) -> str:
         css = "agc-tree-row agc-selected" if node.session_id == selected else "agc-tree-row"
         items.append(
             f'<div class="{css}" data-session="{escape(node.session_id)}">'
-            f"{escape(row.prefix)}<b>{escape(node.agent_name)}</b> · {node.turn_index} turns · "
+            f"{escape(row.prefix)}<b>{escape(node.agent_name)}</b> · "
+            f"{node.turn_index} turn{'' if node.turn_index == 1 else 's'} · "
             f"{escape(format_cost(node.cost_usd))} · "
-            f'<span class="agc-status-{escape(str(node.status))}">{escape(node_status(node))}'
+            f'<span class="agc-status-{escape(str(node.status))}">{escape(status(node))}'
             f'</span> <code class="agc-meta">{escape(node.session_id)}</code></div>'
         )
     if not items:
@@ -79,7 +118,7 @@ def render_tree(rows: Sequence[TreeRow], *, selected: str | None = None) -> str:
     return f'<div class="agc-tree">{"".join(items)}</div>'
 
 
-def render_details(node: Any) -> str:
+def render_details(node: Any, status: str | None = None) -> str:
     """A session's fields as a small table."""
     parent = node.parent_id or "none (a root)"
     if getattr(node, "orphan", False):
@@ -87,7 +126,7 @@ def render_details(node: Any) -> str:
     fields = (
         ("session", node.session_id),
         ("agent", node.agent_name),
-        ("status", node_status(node)),
+        ("status", status or node_status(node)),
         ("parent", parent),
         ("children", str(len(node.children))),
         ("turns", str(node.turn_index)),

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from agcore_lab.jupyter._common import cap_height, error_line
 from agcore_lab.jupyter._confirm import ConfirmBar, button
 from agcore_lab.jupyter._refresh import Reloader
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter.diff_viewer import error_line
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
@@ -57,6 +57,7 @@ class ManagerView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._unsubscribe: Callable[[], None] = lambda: None
         super().__init__()  # the subclass sets ``children``
         self.add_class("agc-view")
+        cap_height(self)
 
     def _loader(
         self, load: Callable[[], Coroutine[Any, Any, Any]], on_loaded: Callable[[Any], object]
@@ -86,8 +87,12 @@ class ManagerView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     # -- loading --------------------------------------------------------------------------------
 
-    def refresh(self) -> BackgroundTask[Any] | None:
-        """Read the data again (in the background); returns the task, if one started now."""
+    def refresh(self) -> bool:
+        """Read the data again, in the background (coalesced with any reload already due).
+
+        Returns:
+            ``True`` when this call scheduled the reload, ``False`` when one was due anyway.
+        """
         return self._loaders[0].request()
 
     def wait(self, timeout: float = 10.0) -> bool:

@@ -24,11 +24,11 @@ from agcore_lab.jupyter._approval_book import CallBook
 from agcore_lab.jupyter._approval_card import CallCard
 from agcore_lab.jupyter._approval_html import APPROVAL_STYLE, arguments_json, render_calls_table
 from agcore_lab.jupyter._approval_ops import ApprovalOutcome, parse_arguments, resume_call
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter._view import ManagerView
-from agcore_lab.jupyter.diff_viewer import error_line
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager

@@ -3,8 +3,9 @@
 A thin view over :class:`~agcore_lab.rag.splitter.RecursiveCharacterSplitter`: sliders for the
 chunk size and overlap, a separator editor (a JSON list) and the keep-separator choice; the text
 with each chunk as a coloured span and the overlaps marked, a table of the chunks (index,
-length, start, end) and a histogram of their lengths (inline SVG). Every control has a method a
-user can call in a cell (:meth:`ChunkInspector.configure`, :meth:`~ChunkInspector.show_more`).
+length, start, end; paged) and a histogram of their lengths with axes (inline SVG). Every
+control has a method a user can call in a cell (:meth:`ChunkInspector.configure`,
+:meth:`~ChunkInspector.show_page`).
 The text is user data: it is always escaped, never rendered as markup.
 """
 
@@ -12,150 +13,31 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from agcore_lab.errors import AgcoreError
+from agcore_lab.jupyter._chunk_html import (
+    CHUNK_STYLE,
+    histogram_svg,
+    render_chunk_table,
+    render_chunked_text,
+)
+from agcore_lab.jupyter._common import cap_height, error_line, plural
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter.diff_viewer import error_line
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.splitter import ChunkSpan, KeepSeparator, RecursiveCharacterSplitter
 
+_STYLE = CHUNK_STYLE
+
 __all__ = ["ChunkInspector", "histogram_svg", "render_chunk_table", "render_chunked_text"]
+# (The HTML helpers live in ._chunk_html; they are re-exported here for callers of old.)
 
-MAX_TEXT_CHARS = 20_000  # the coloured text stops here (the table and histogram do not)
 _KEEP: dict[str, KeepSeparator] = {"end": "end", "start": "start", "none (False)": False}
-
-_PALETTE = (
-    ("--jp-brand-color1", "#1976d2"),
-    ("--jp-success-color1", "#2e7d32"),
-    ("--jp-warn-color1", "#f57c00"),
-    ("--jp-accent-color1", "#7b1fa2"),
-    ("--jp-info-color1", "#0097a7"),
-    ("--jp-error-color1", "#c62828"),
-)
-_STYLE = (
-    "<style>"
-    ".agc-view .agc-chunked { white-space: pre-wrap; overflow-wrap: anywhere;"
-    " max-height: 360px; overflow-y: auto; padding: 4px 6px;"
-    " font-family: var(--jp-code-font-family, monospace);"
-    " font-size: var(--jp-code-font-size, 12px);"
-    " border: 1px solid var(--jp-border-color2, #e0e0e0); }"
-    ".agc-view .agc-ck { border-radius: 2px; }"
-    + "".join(
-        f".agc-view .agc-ck{i} {{ background: color-mix(in srgb, var({var}, {fallback}) 28%,"
-        " transparent); }"
-        for i, (var, fallback) in enumerate(_PALETTE)
-    )
-    + ".agc-view .agc-ck-overlap { outline: 1px dashed var(--jp-warn-color0, #e65100);"
-    " background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 45%, transparent); }"
-    ".agc-view .agc-ck-label { font-size: 9px; vertical-align: super;"
-    " color: var(--jp-ui-font-color2, #555); font-family: var(--jp-ui-font-family, sans-serif); }"
-    ".agc-view svg.agc-hist rect { fill: var(--jp-brand-color1, #1976d2); opacity: 0.75; }"
-    "</style>"
-)
-
-
-def render_chunked_text(text: str, spans: Sequence[ChunkSpan], limit: int = MAX_TEXT_CHARS) -> str:
-    """The text with each chunk in a coloured ``<span>`` and overlapping stretches marked.
-
-    Text outside every chunk (stripped whitespace) is shown plain; each chunk's start carries
-    its index as a small label. Only the first ``limit`` characters are drawn.
-    """
-    shown = text[:limit]
-    cuts = {0, len(shown)}
-    for span in spans:
-        cuts.update(p for p in (span.start, span.end) if p <= len(shown))
-    points = sorted(cuts)
-    starts: dict[int, list[int]] = {}
-    for span in spans:
-        starts.setdefault(span.start, []).append(span.number)
-    parts: list[str] = []
-    active: list[ChunkSpan] = []
-    pending = sorted(spans, key=lambda s: s.start)
-    next_span = 0
-    for a, b in zip(points, points[1:], strict=False):
-        while next_span < len(pending) and pending[next_span].start <= a:
-            active.append(pending[next_span])
-            next_span += 1
-        active = [s for s in active if s.end > a]
-        for index in starts.get(a, ()):
-            parts.append(f'<span class="agc-ck-label">{index}</span>')
-        piece = html.escape(shown[a:b])
-        if not active:
-            parts.append(piece)
-        elif len(active) == 1:
-            index = active[0].number
-            colour = index % len(_PALETTE)
-            parts.append(f'<span class="agc-ck agc-ck{colour}" data-chunk="{index}">{piece}</span>')
-        else:
-            ids = ",".join(str(s.number) for s in active)
-            parts.append(
-                f'<span class="agc-ck agc-ck-overlap" data-chunks="{ids}" '
-                f'title="overlap of chunks {ids}">{piece}</span>'
-            )
-    if len(text) > limit:
-        parts.append(
-            f'<span class="agc-more-text"> … ({len(text) - limit:,} more characters not '
-            "drawn)</span>"
-        )
-    return f'<div class="agc-chunked">{"".join(parts)}</div>'
-
-
-def render_chunk_table(spans: Sequence[ChunkSpan], limit: int) -> str:
-    """The first ``limit`` chunks as a table: index, length, start, end and the first words."""
-    rows = "".join(
-        f"<tr><td>{s.number}</td><td>{len(s.text)}</td><td>{s.start}</td><td>{s.end}</td>"
-        f"<td>{html.escape(_preview(s.text))}</td></tr>"
-        for s in spans[:limit]
-    )
-    more = len(spans) - min(limit, len(spans))
-    tail = f'<div class="agc-more-text">… {more} more chunk(s)</div>' if more else ""
-    return (
-        '<table class="agc-table agc-chunk-table"><tr><th>index</th><th>length</th>'
-        f"<th>start</th><th>end</th><th>text</th></tr>{rows}</table>{tail}"
-    )
-
-
-def _preview(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def histogram_svg(lengths: Sequence[int], chunk_size: int, bins: int = 20) -> str:
-    """An inline SVG histogram of chunk lengths from 0 to ``chunk_size``."""
-    if not lengths:
-        return '<div class="agc-status">no chunks</div>'
-    top = max(chunk_size, max(lengths), 1)
-    counts = [0] * bins
-    for length in lengths:
-        counts[min(bins - 1, length * bins // (top + 1))] += 1
-    width, height, pad = 400, 110, 18
-    bar_w = (width - 2 * pad) / bins
-    peak = max(counts)
-    bars = []
-    for i, count in enumerate(counts):
-        if not count:
-            continue
-        h = (height - 2 * pad) * count / peak
-        low, high = i * (top + 1) // bins, (i + 1) * (top + 1) // bins - 1
-        bars.append(
-            f'<rect x="{pad + i * bar_w:.1f}" y="{height - pad - h:.1f}" width="{bar_w - 1:.1f}" '
-            f'height="{h:.1f}"><title>{count} chunk(s) of length {low}-{high}</title></rect>'
-        )
-    return (
-        f'<svg class="agc-plot agc-hist" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="histogram of chunk lengths">{"".join(bars)}'
-        f'<line class="agc-axis" x1="{pad}" y1="{height - pad}" x2="{width - pad}" '
-        f'y2="{height - pad}"/>'
-        f'<text class="agc-tick" x="{pad}" y="{height - 4}">0</text>'
-        f'<text class="agc-tick" x="{width - pad}" y="{height - 4}" text-anchor="end">{top}</text>'
-        f'<text class="agc-tick" x="{pad}" y="{pad - 6}">{peak} chunk(s)</text></svg>'
-    )
 
 
 class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -167,7 +49,12 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         chunk_overlap: The starting overlap (slider, at most the chunk size).
         separators: The starting separators (the default list when not given).
         keep_separator: ``"end"``, ``"start"`` or ``False``.
-        page_size: Table rows shown at first and added by ``Show more``.
+        page_size: Table rows per page.
+
+    The chunk-size slider is logarithmic and bounded by the text: from 1 to the text's length
+    (a drag moves by a steady ratio, so 300 and 3,000 are both easy to reach); the overlap
+    slider runs from 0 to the chunk size. The view's height is capped (about 600 px): the text
+    and the table scroll inside, the table is paged.
 
     Example:
         >>> inspector = ChunkInspector("One. Two. Three.", chunk_size=10, chunk_overlap=0)
@@ -186,26 +73,29 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         chunk_overlap: int = 200,
         separators: Sequence[str] | None = None,
         keep_separator: KeepSeparator = "end",
-        page_size: int = 100,
+        page_size: int = 50,
     ) -> None:
         self.text = source.content if isinstance(source, Document) else str(source)
         self.name = source.id if isinstance(source, Document) else "text"
         self.page_size = max(1, page_size)
-        self.limit = self.page_size
+        self.page = 0
         self.last_error: BaseException | None = None
         self._quiet = False  # set while the view moves its own controls
         self.splitter = RecursiveCharacterSplitter(
             chunk_size, chunk_overlap, separators=separators, keep_separator=keep_separator
         )
         self.spans: list[ChunkSpan] = self.splitter.chunk_spans(self.text)
-        size_max = max(2000, chunk_size, min(len(self.text), 20_000))
         live = len(self.text) <= 200_000  # redraw while dragging only when it stays quick
-        self.size_slider = widgets.IntSlider(
+        self.size_slider = widgets.FloatLogSlider(
             value=chunk_size,
-            min=1,
-            max=size_max,
+            base=10,
+            min=0,
+            max=self._size_exponent(chunk_size),
+            step=0.01,
+            readout_format=",.0f",
             description="chunk size",
             continuous_update=live,
+            layout=widgets.Layout(width="420px"),
             style={"description_width": "initial"},
         )
         self.overlap_slider = widgets.IntSlider(
@@ -214,6 +104,7 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             max=chunk_size,
             description="overlap",
             continuous_update=live,
+            layout=widgets.Layout(width="360px"),
             style={"description_width": "initial"},
         )
         self.separators_text = widgets.Text(
@@ -230,7 +121,9 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             description="keep separator",
             style={"description_width": "initial"},
         )
-        self.more_button = button("Show more", tooltip="Show more rows of the table")
+        self.prev_button = button("◀ Prev", tooltip="The previous page of chunks")
+        self.next_button = button("Next ▶", tooltip="The next page of chunks")
+        self.page_html = widgets.HTML()
         self.stats_html = widgets.HTML()
         self.text_html = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.table_html = widgets.HTML()
@@ -251,27 +144,39 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
                 self.error_html,
                 self.stats_html,
                 self.text_html,
-                widgets.HBox([self.histogram_html, self.table_html]),
-                self.more_button,
+                widgets.HBox(
+                    [self.histogram_html, self.table_html],
+                    layout=widgets.Layout(align_items="flex-start"),
+                ),
+                widgets.HBox(
+                    [self.prev_button, self.page_html, self.next_button],
+                    layout=widgets.Layout(align_items="center"),
+                ),
             ]
         )
         self.add_class("agc-view")
         self.add_class("agc-chunk-inspector")
+        cap_height(self)
         for control in (self.size_slider, self.overlap_slider, self.keep_dropdown):
             control.observe(self._changed, names="value")
         self.separators_text.observe(self._changed, names="value")
-        self.more_button.on_click(lambda _: self.show_more())
+        self.prev_button.on_click(lambda _: self.show_page(self.page - 1))
+        self.next_button.on_click(lambda _: self.show_page(self.page + 1))
         self._render()
+
+    def _size_exponent(self, chunk_size: int) -> float:
+        # The slider's top: the text's length (at least the chunk size, and 10).
+        return math.log10(max(10, len(self.text), chunk_size))
 
     def __repr__(self) -> str:
         return f"ChunkInspector({self.name!r}, {self.splitter!r}, chunks={len(self.spans)})"
 
     def _repr_html_(self) -> str:
-        # Static fallback for nbviewer / exported HTML: the same drawing, no controls.
+        # Static snapshot for saved notebooks, nbviewer, GitHub and exported HTML: the same
+        # drawing, no controls, no SVG (sanitizers strip it to a jumble of its text).
         return (
             f'{style_tag()}{_STYLE}<div class="agc-view agc-chunk-inspector">'
-            f"{self.stats_html.value}{self.text_html.value}{self.histogram_html.value}"
-            f"{self.table_html.value}</div>"
+            f"{self.stats_html.value}{self.text_html.value}{self.table_html.value}</div>"
         )
 
     # -- the Python API behind the controls ---------------------------------------------------
@@ -300,21 +205,36 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         )
         self.splitter = splitter
         self.spans = splitter.chunk_spans(self.text)
-        self.limit = self.page_size
+        self.page = 0
         self._sync_controls()
         self._render()
 
-    def show_more(self, rows: int | None = None) -> None:
-        """Show ``rows`` more table rows (a page by default)."""
-        self.limit += rows or self.page_size
+    @property
+    def pages(self) -> int:
+        """The number of table pages (at least 1)."""
+        return max(1, -(-len(self.spans) // self.page_size))
+
+    def show_page(self, page: int) -> None:
+        """Show page ``page`` of the chunk table (0-based; clamped to the pages there are)."""
+        self.page = min(max(0, page), self.pages - 1)
         self._render()
+
+    def page_spans(self) -> list[ChunkSpan]:
+        """The chunks on the table's current page."""
+        start = self.page * self.page_size
+        return self.spans[start : start + self.page_size]
 
     # -- plumbing -----------------------------------------------------------------------------
 
     def _changed(self, _change: Any) -> None:
         if self._quiet:
             return
-        size = self.size_slider.value
+        size = max(1, round(self.size_slider.value))
+        # The browser snaps the log slider to its grid (0.01 in the exponent, about 2 %) and
+        # sends that back: a value within half a step of the current size is no change.
+        current = self.splitter.chunk_size
+        if abs(math.log10(size) - math.log10(current)) <= self.size_slider.step / 2:
+            size = current
         try:
             try:
                 parsed = json.loads(self.separators_text.value)
@@ -342,7 +262,7 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         keep_label = {"end": "end", "start": "start", False: "none (False)"}
         self._quiet = True
         try:
-            self.size_slider.max = max(self.size_slider.max, s.chunk_size)
+            self.size_slider.max = max(self.size_slider.max, self._size_exponent(s.chunk_size))
             self.size_slider.value = s.chunk_size
             self.overlap_slider.max = s.chunk_size
             self.overlap_slider.value = s.chunk_overlap
@@ -357,13 +277,22 @@ class ChunkInspector(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         overlapping = sum(max(0, a.end - b.start) for a, b in zip(spans, spans[1:], strict=False))
         mean = sum(lengths) / len(lengths) if lengths else 0
         stats = (
-            f"{self.name}: {len(self.text):,} characters → {len(spans)} chunk(s); length mean "
-            f"{mean:.0f}, min {min(lengths, default=0)}, max {max(lengths, default=0)} "
-            f"(chunk size {size}, overlap {self.splitter.chunk_overlap}); "
-            f"{overlapping:,} characters in overlaps"
+            f"{self.name}: {plural(len(self.text), 'character')} → "
+            f"{plural(len(spans), 'chunk')}; length mean {mean:,.0f}, min "
+            f"{min(lengths, default=0):,}, max {max(lengths, default=0):,} (chunk size "
+            f"{size:,}, overlap {self.splitter.chunk_overlap:,}); "
+            f"{plural(overlapping, 'character')} in overlaps"
         )
         self.stats_html.value = f'<div class="agc-status">{html.escape(stats)}</div>'
         self.text_html.value = render_chunked_text(self.text, spans)
-        self.table_html.value = render_chunk_table(spans, self.limit)
+        self.page = min(self.page, self.pages - 1)
+        start = self.page * self.page_size
+        self.table_html.value = render_chunk_table(spans, start, self.page_size)
         self.histogram_html.value = histogram_svg(lengths, size)
-        self.more_button.disabled = len(spans) <= self.limit
+        self.prev_button.disabled = self.page == 0
+        self.next_button.disabled = self.page >= self.pages - 1
+        shown = f"{start + 1:,}-{min(start + self.page_size, len(spans)):,}" if spans else "0"
+        self.page_html.value = (
+            f'<span class="agc-status">chunks {shown} of {len(spans):,} · page '
+            f"{self.page + 1} of {self.pages}</span>"
+        )

@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import html
+import threading
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from agcore_lab.agent.slot_diff import DiffRow, SlotDiff
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy
-from agcore_lab.errors import AgcoreError
+from agcore_lab.errors import AgcoreError, SlotNotFoundError
+from agcore_lab.jupyter._common import cap_height, error_line
+from agcore_lab.jupyter._refresh import Poller
 from agcore_lab.jupyter._render import render_diff, render_header, render_preview
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
@@ -28,15 +32,6 @@ if TYPE_CHECKING:
     from agcore_lab.agent.slot_ops import MergePreview
 
 __all__ = ["SlotDiffViewer"]
-
-
-def error_line(exc: BaseException) -> str:
-    """One line for an error: ``agcore: <message>`` (the type name for non-agcore errors)."""
-    if isinstance(exc, AgcoreError):
-        text = exc.message
-    else:
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return "agcore: " + " ".join(text.split())
 
 
 def _button(description: str, *, style: str = "", tooltip: str = "") -> widgets.Button:
@@ -87,9 +82,16 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         >>> viewer.diff.identical
         True
 
+    The view stays true to the session: a change made anywhere else (a merge or a turn in
+    another cell) is seen within ``watch`` seconds and redrawn — the header, the rows, and the
+    Merge button, which is disabled when there is nothing to merge. A slot that no longer
+    exists is said so, and Merge stays disabled.
+
     Notes:
         The completion callback runs on the background loop's thread; it only sets widget
         traits, which is safe there. ``viewer.task.wait()`` blocks until the view is updated.
+        The watch compares the two slots' lengths and last message ids (in memory, no store
+        I/O) on the background loop; :meth:`close` stops it.
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         right_slot: str,
         *,
         page_size: int = 200,
+        watch: float | None = 0.25,
     ) -> None:
         self.session = session
         self.left_slot_id = left_slot
@@ -110,6 +113,10 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.task: BackgroundTask[ContextSlot] | None = None
         self.last_error: BaseException | None = None
         self._quiet = False
+        self._lock = threading.RLock()
+        self.gone: str | None = None  # why the view's subject is gone, if it is
+        self.nothing_to_merge = False
+        self._busy = False
         self.diff: SlotDiff = session.diff_slots(left_slot, right_slot)
 
         self.style_html = widgets.HTML(style_tag())
@@ -162,6 +169,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         )
         self.add_class("agc-view")
         self.add_class("agc-diff-viewer")
+        cap_height(self)
 
         self.shared_button.on_click(lambda _: self.toggle_shared())
         self.more_button.on_click(lambda _: self.show_more())
@@ -172,6 +180,25 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.strategy_dropdown.observe(self._strategy_changed, names="value")
         self._render()
         self.set_status(self.diff.summary())
+        self._poller = Poller(self._fingerprint, self.refresh, every=watch) if watch else None
+
+    def _fingerprint(self) -> Hashable:
+        slots = self.session.slots
+        parts: list[Hashable] = []
+        for slot_id in (self.left_slot_id, self.right_slot_id):
+            slot = slots.get(slot_id)
+            messages = slot.messages if slot is not None else None
+            parts.append(
+                None if messages is None else (len(messages), messages[-1].id if messages else None)
+            )
+        return tuple(parts)
+
+    def close(self) -> None:
+        """Stop watching the session and close the widget."""
+        poller = getattr(self, "_poller", None)
+        if poller is not None:
+            poller.stop()
+        super().close()
 
     # -- what is shown ----------------------------------------------------------------------
 
@@ -192,7 +219,36 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         hidden_earlier = max(0, len(rows) - self.limit)
         return rows[hidden_earlier:], hidden_shared, hidden_earlier
 
+    def _merge_possible(self) -> bool:
+        """Whether merging would change anything (with the strategy picked now)."""
+        if self.gone is not None:
+            return False
+        if self.diff.identical:
+            return False
+        if self.strategy is MergeStrategy.Replace:
+            return True
+        try:
+            preview = self.session.merge_preview(
+                self.right_slot_id, into=self.left_slot_id, strategy=self.strategy
+            )
+        except AgcoreError:
+            return False
+        return bool(preview.incoming)
+
     def _render(self) -> None:
+        with self._lock:
+            self._render_locked()
+
+    def _render_locked(self) -> None:
+        if self.gone is not None:
+            self.header_html.value = (
+                f'<div class="agc-head agc-gone"><b>Gone:</b> {html.escape(self.gone)}</div>'
+            )
+            for b in (self.merge_button, self.shared_button, self.more_button):
+                b.disabled = True
+            self.merge_button.description = "Nothing to merge"
+            self.strategy_dropdown.disabled = True
+            return
         rows, hidden_shared, hidden_earlier = self.visible_rows()
         left = self.session.slots.get(self.left_slot_id)
         right = self.session.slots.get(self.right_slot_id)
@@ -201,6 +257,15 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             len(left.messages) if left else 0,
             len(right.messages) if right else 0,
         )
+        self.nothing_to_merge = not self._merge_possible()
+        busy = self._busy
+        self.merge_button.disabled = self.nothing_to_merge or busy
+        self.merge_button.description = (
+            "Nothing to merge"
+            if self.nothing_to_merge
+            else f"Merge {self.right_slot_id} → {self.left_slot_id}"
+        )
+        self.strategy_dropdown.disabled = busy
         self.body_html.value = render_diff(
             self.diff, rows, hidden_shared=hidden_shared, hidden_earlier=hidden_earlier
         )
@@ -236,25 +301,51 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self._render()
 
     def refresh(self) -> None:
-        """Read both slots again and redraw (an open merge preview is recomputed too)."""
-        try:
-            self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
-        except AgcoreError as exc:
-            self.show_error(exc)
-            return
-        self._render()
-        if self.preview_visible:
-            self.preview_merge()
+        """Read both slots again and redraw (an open merge preview is recomputed too).
+
+        A slot that no longer exists makes the view say so (``viewer.gone``) and disables
+        Merge; nothing to merge (the slots were merged elsewhere) disables it too and closes
+        an open preview.
+        """
+        with self._lock:
+            try:
+                self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
+            except SlotNotFoundError as exc:
+                self.gone = f"{exc.message}; this view shows nothing more."
+                self.show_error(exc)
+                self._close_preview()
+                self._render()
+                self.set_status("A slot of this view no longer exists.")
+                return
+            except AgcoreError as exc:
+                self.show_error(exc)
+                return
+            self.gone = None
+            self._render()
+            busy = self._busy
+            if self.preview_visible and not busy:
+                if self.nothing_to_merge:
+                    self._close_preview()
+                    self.set_status(f"Nothing to merge: {self.diff.summary()}")
+                else:
+                    self.preview_merge()
+            elif not busy and not self.preview_visible:
+                self.set_status(self.diff.summary())
 
     # -- merging ----------------------------------------------------------------------------
 
     def _set_busy(self, busy: bool) -> None:
         # Cancel stays enabled: while a merge runs, it cancels it.
+        self._busy = busy
         for button in (self.merge_button, self.confirm_button, self.refresh_button):
             button.disabled = busy
         self.strategy_dropdown.disabled = busy
+        if not busy:
+            self._render()
 
     def _strategy_changed(self, _change: object) -> None:
+        if not self._quiet:
+            self._render()
         if self.preview_visible and not self._quiet:
             self.preview_merge()
 
@@ -265,7 +356,8 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             strategy: Pick this strategy in the dropdown first.
 
         Returns:
-            The preview, or ``None`` if it could not be made (the error is shown inline).
+            The preview, or ``None`` if it could not be made (the error is shown inline) or
+            there is nothing to merge (said on the status line; no Confirm is offered).
         """
         if strategy is not None:
             self._quiet = True  # the dropdown's observer would compute the preview again
@@ -274,11 +366,18 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             finally:
                 self._quiet = False
         try:
+            # Read the slots again first: header, rows and preview must agree.
+            self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
+            self._render()
             preview = self.session.merge_preview(
                 self.right_slot_id, into=self.left_slot_id, strategy=self.strategy
             )
         except AgcoreError as exc:
             self.show_error(exc)
+            return None
+        if self.nothing_to_merge:
+            self._close_preview()
+            self.set_status(f"Nothing to merge: {self.diff.summary()}")
             return None
         self.show_error(None)
         self.pending_preview = preview

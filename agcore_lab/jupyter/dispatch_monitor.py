@@ -26,8 +26,10 @@ from agcore_lab.aio import bridge_loop
 from agcore_lab.engine.dispatch import DispatchConfig, DispatchProgress, SubTaskError, SubTaskResult
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._approval_html import APPROVAL_STYLE
+from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._dispatch_html import TaskRow, count_statuses, render_counts, render_tasks
+from agcore_lab.jupyter._manager import live_session
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter._view import ManagerView
@@ -46,13 +48,23 @@ Outcome = Literal["running", "completed", "cancelled", "failed"]
 _BAR_STYLE = {"running": "info", "cancelled": "danger", "failed": "danger"}
 
 
+def _error_text(error: SubTaskError) -> str:
+    cause = error.error
+    detail = error_line(cause) if cause is not None else error_line(error)
+    return f"{error.status}: {detail.removeprefix('agcore: ')}"
+
+
 class DispatchMonitor(ManagerView):
     """Start ``manager.dispatch_all(parent_id, tasks, config)`` and show its progress live.
 
     Shows a progress bar (finished of all tasks), the counts — waiting, running, done, failed,
     cancelled, and the peak of concurrently running children — a paged table of the tasks with
-    their status and child session, and (``tree=True``) the session tree, where the children
-    appear and finish as they run. **Cancel** stops the dispatch.
+    their status, child session and reply preview (read as each child finishes) or error text
+    (known when the dispatch completes: the engine's progress carries statuses, not errors, and
+    a cancelled dispatch returns no results), and
+    (``tree=True``) the session tree scoped to the parent and its children, where the children
+    appear with the dispatch's status first (a failed child says ``failed``). **Cancel** stops
+    the dispatch.
 
     Args:
         manager: The session manager.
@@ -115,6 +127,7 @@ class DispatchMonitor(ManagerView):
         self.error: BaseException | None = None
         self.elapsed: float | None = None
         self._results: list[SubTaskResult | SubTaskError] | None = None
+        self._replies: dict[str, str] = {}  # child id -> its reply, read as children finish
         self._live: DispatchProgress | None = None
         self._user_progress = on_progress
         self._began = False
@@ -129,7 +142,11 @@ class DispatchMonitor(ManagerView):
         self.cancel_button = button("Cancel", style="danger", tooltip="Stop the unfinished tasks")
         self.cancel_button.on_click(lambda _: self.cancel())
         self.table_html = widgets.HTML()
-        self.tree_browser = SessionTreeBrowser(manager) if tree else None
+        self.tree_browser = (
+            SessionTreeBrowser(manager, root=parent_id, status_of=self.child_status)
+            if tree
+            else None
+        )
         row = widgets.Layout(flex_flow="row wrap", align_items="center")
         self.children = [
             self.style_html,
@@ -173,6 +190,8 @@ class DispatchMonitor(ManagerView):
         finally:
             self.elapsed = time.monotonic() - self._t0
             self.refresh()
+            if self.tree_browser is not None:
+                self.tree_browser.refresh()  # the children's final state
             self._settled.set()
 
     def _progressed(self, progress: DispatchProgress) -> None:
@@ -188,6 +207,8 @@ class DispatchMonitor(ManagerView):
     def _succeeded(self, results: list[SubTaskResult | SubTaskError]) -> None:
         self._results = results
         self._render()
+        if self.tree_browser is not None:
+            self.tree_browser.refresh()  # the children's final statuses
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
@@ -227,15 +248,24 @@ class DispatchMonitor(ManagerView):
         live = self._live
         if live is None:
             return None
-        return dataclasses.replace(
+        snapshot = dataclasses.replace(
             live, child_ids=list(live.child_ids), statuses=list(live.statuses)
         )
+        # Replies of children that finished, while the others still run (read once each).
+        for child, status in zip(snapshot.child_ids, snapshot.statuses, strict=False):
+            if status == "completed" and child is not None and child not in self._replies:
+                session = await live_session(self.manager, child)
+                answers = [m for m in session.messages if m.role == "assistant"] if session else []
+                self._replies[child] = answers[-1].text if answers else ""
+        return snapshot
 
     def _loaded(self, snapshot: DispatchProgress | None) -> None:
         with self._lock:
             if snapshot is not None:
                 self.progress = snapshot
             self._render()
+        if self.tree_browser is not None:
+            self.tree_browser.redraw()  # the children's statuses come from the progress
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the dispatch ended and the view (and its tree) caught up; ``False`` on
@@ -283,12 +313,28 @@ class DispatchMonitor(ManagerView):
         return len(self.tasks)
 
     def rows(self) -> list[TaskRow]:
-        """Every task, as shown in the table."""
+        """Every task, as shown in the table (with the reply or error once it ended)."""
         p = self.progress
-        return [
-            TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i])
-            for i, (agent, text) in enumerate(self.tasks)
-        ]
+        results = dict(enumerate(self._results or []))
+        rows = []
+        for i, (agent, text) in enumerate(self.tasks):
+            result = results.get(i)
+            child = p.child_ids[i]
+            reply = result.response if isinstance(result, SubTaskResult) else None
+            if reply is None and result is None and child is not None:
+                reply = self._replies.get(child)
+            error = _error_text(result) if isinstance(result, SubTaskError) else None
+            rows.append(TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i], reply, error))
+        return rows
+
+    def child_status(self, session_id: str) -> str | None:
+        """How the dispatch sees a child session: ``running``, ``completed``, ``failed``,
+        ``timed_out`` or ``cancelled`` (``None`` for other sessions)."""
+        p = self.progress
+        for child, status in zip(p.child_ids, p.statuses, strict=False):
+            if child == session_id:
+                return status
+        return None
 
     def page_rows(self) -> Sequence[TaskRow]:
         """The tasks on the current page."""

@@ -1,10 +1,12 @@
 """``GraphExplorer``: browse a knowledge graph in a notebook, offline and safely.
 
 The graph is drawn by vis-network (read from the installed pyvis package) in a sandboxed iframe
-(see :mod:`agcore_lab.jupyter._graph_page`); a search box, a depth slider and a direction
-choice pick the neighbourhood to show, and a side table lists the related entities with their
-scores and paths. Every engine call runs on agcore_lab's background loop
-(:class:`~agcore_lab.jupyter._tasks.BackgroundTask`): widget callbacks return at once.
+(see :mod:`agcore_lab.jupyter.graph.page`, hosted by :mod:`agcore_lab.jupyter.graph.frame`); a
+search box, a depth slider, a direction choice and clicks on nodes pick the neighbourhood to
+show, and a side table lists the related entities with their scores and paths. The frame
+follows JupyterLab's light or dark theme and shows a legend of the entity types. Every engine
+call runs on agcore_lab's background loop (:class:`~agcore_lab.jupyter._tasks.BackgroundTask`):
+widget callbacks return at once. :meth:`GraphExplorer.to_pyvis` hands the current view to pyvis.
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from __future__ import annotations
 import html
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter import _graph_page
+from agcore_lab.jupyter._common import cap_height, error_line, plural
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter.diff_viewer import error_line
-from agcore_lab.kg.types import EntityNotFoundError, GraphEntity, RelationDirection, ScoredEntity
+from agcore_lab.jupyter.graph import page as _graph_page
+from agcore_lab.jupyter.graph import walks
+from agcore_lab.jupyter.graph.clicks import NodeClicks
+from agcore_lab.jupyter.graph.frame import GraphFrame
+from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
 if TYPE_CHECKING:
     from agcore_lab.kg.base import KnowledgeGraph
@@ -32,21 +37,25 @@ __all__ = ["GraphExplorer"]
 
 MAX_DEPTH = 5
 SEARCH_LIMIT = 20
+THEMES = ("auto", "light", "dark")
 
 
-class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class GraphExplorer(NodeClicks, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """An interactive view of a :class:`~agcore_lab.kg.base.KnowledgeGraph`.
 
     Graphs of at most ``max_nodes`` entities are drawn whole at first; larger ones show only
     the neighbourhood of the entity picked with the search box, with a message saying so (a
     neighbourhood is cut to its ``max_nodes - 1`` best entities too). Nodes are coloured by
-    entity type; names, types and descriptions are always shown as text, never as HTML.
+    entity type, with a legend; names, types and descriptions are always shown as text,
+    never as HTML. Clicking a node re-centres the view on it (:meth:`click` does the same from
+    a cell) and calls the callbacks given to :meth:`on_node_click`. The layout is seeded, so
+    the same graph is drawn the same way each time.
 
     Args:
         graph: An ``InMemoryGraph``, a ``SqliteGraph`` or any ``KnowledgeGraph``.
         max_nodes: The most entities drawn at once.
-        theme: ``"light"`` (default) or ``"dark"``: the frame's colours. The sandboxed frame
-            cannot read JupyterLab's CSS variables: pass ``theme="dark"`` with JupyterLab Dark.
+        theme: ``"auto"`` (default: follow JupyterLab's light or dark theme, live), or
+            ``"light"`` / ``"dark"`` to force the frame's colours.
         center: Show this entity's neighbourhood at once.
         depth: The walk's depth (1 to 5).
         direction: Which relations the walk follows.
@@ -72,14 +81,14 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         graph: KnowledgeGraph,
         *,
         max_nodes: int = 500,
-        theme: str = "light",
+        theme: str = "auto",
         center: str | None = None,
         depth: int = 1,
         direction: RelationDirection | str = RelationDirection.Outgoing,
         height: int = 460,
     ) -> None:
-        if theme not in _graph_page.PALETTES:
-            raise InvalidInputError(f"theme must be 'light' or 'dark', got {theme!r}")
+        if theme not in THEMES:
+            raise InvalidInputError(f"theme must be 'auto', 'light' or 'dark', got {theme!r}")
         if max_nodes < 1:
             raise InvalidInputError(f"max_nodes must be at least 1, got {max_nodes}")
         self.graph = graph
@@ -97,7 +106,11 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         self._generation = 0
         self._lock = threading.RLock()
         self._quiet = False
-        self._colours: dict[str, str] = {}
+        self._colours: dict[str, dict[str, str]] = {}
+        self._click_callbacks: list[Callable[[str], object]] = []
+        self.callback_error: BaseException | None = None  # of the last node click
+        self._entities: list[GraphEntity] = []
+        self._edges: list[tuple[str, str, str]] = []
         self.entity_count = self._count()
 
         self.style_html = widgets.HTML(style_tag())
@@ -122,11 +135,11 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
             style={"button_width": "80px"},
         )
         self.whole_button = button("Whole graph", tooltip="Draw every entity")
-        self.frame_html = widgets.HTML(layout=widgets.Layout(width="100%", margin="0"))
+        self.frame = GraphFrame(height=height, layout=widgets.Layout(width="100%", margin="0"))
         self.table_html = widgets.HTML(layout=widgets.Layout(width="360px", margin="0 0 0 8px"))
         self.status_html = widgets.HTML()
         self.error_html = widgets.HTML()
-        frame_box = widgets.Box([self.frame_html], layout=widgets.Layout(flex="1 1 auto"))
+        frame_box = widgets.Box([self.frame], layout=widgets.Layout(flex="1 1 auto"))
         super().__init__(
             [
                 self.style_html,
@@ -140,12 +153,14 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         )
         self.add_class("agc-view")
         self.add_class("agc-graph-explorer")
+        cap_height(self)
         self.search_text.observe(self._typed, names="value")
         self.search_button.on_click(lambda _: self.search(self.search_text.value))
         self.whole_button.on_click(lambda _: self.show_whole())
         self.results_dropdown.observe(self._picked, names="value")
         self.depth_slider.observe(self._walk_changed, names="value")
         self.direction_buttons.observe(self._walk_changed, names="value")
+        self.frame.observe(self._frame_clicked, names="clicks")
         self.header_html.value = (
             f'<div class="agc-head"><b>knowledge graph</b><span class="agc-count">'
             f"{self.entity_count} entities</span></div>"
@@ -231,9 +246,13 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         finally:
             self._quiet = False
         if matches:
-            self.set_status(f"{len(matches)} match(es): showing the best one.")
+            self.set_status(f"{plural(len(matches), 'match', 'matches')}: showing the best one.")
             self.results_dropdown.value = matches[0].entity.id  # starts the walk
         else:
+            # Nothing matches: the old neighbourhood and table must not stay as if they did.
+            self.center = None
+            self.related = []
+            self._draw([], [], "No entity matches this search: nothing is drawn.")
             self.set_status("No entity matches.")
 
     def show(
@@ -261,58 +280,41 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
     async def _neighbourhood(
         self, entity_id: str, depth: int, direction: RelationDirection
     ) -> tuple[GraphEntity, list[ScoredEntity], list[tuple[str, str, str]], str]:
-        entity = await self.graph.get_entity(entity_id)
-        if entity is None:
-            raise EntityNotFoundError(f"no entity {entity_id!r} in the graph", entity_id=entity_id)
-        related = await self.graph.get_related(entity_id, depth=depth, direction=direction)
-        message = ""
-        if self.too_big:
-            message = (
-                f"The graph has {self.entity_count} entities, more than max_nodes="
-                f"{self.max_nodes}: only the neighbourhood of one entity is shown."
-            )
-        if len(related) + 1 > self.max_nodes:
-            message = (message + " " if message else "") + (
-                f"Showing the {self.max_nodes - 1} best of {len(related)} related entities."
-            )
-            related = related[: self.max_nodes - 1]
-        shown = {entity_id, *(r.entity.id for r in related)}
-        edges: list[tuple[str, str, str]] = []
-        if not self.too_big:
-            nx_graph = self.graph.to_networkx()
-            for source, target, key in nx_graph.subgraph(shown).edges(keys=True):
-                edges.append((source, target, str(key)))
-        else:
-            seen: set[tuple[str, str]] = set()
-            for r in related:
-                for a, b in zip(r.path, r.path[1:], strict=False):
-                    pair = (b, a) if direction is RelationDirection.Incoming else (a, b)
-                    if pair not in seen:
-                        seen.add(pair)
-                        edges.append((*pair, ""))
-        return entity, related, edges, message
+        return await walks.neighbourhood(
+            self.graph,
+            entity_id,
+            depth,
+            direction,
+            max_nodes=self.max_nodes,
+            entity_count=self.entity_count,
+        )
 
     def show_whole(self) -> BackgroundTask[Any]:
         """Draw the whole graph (or, above ``max_nodes``, say why it is not drawn)."""
         return self._run(self._whole(), "Reading the graph", self._drawn_whole)
 
     async def _whole(self) -> tuple[list[GraphEntity], list[tuple[str, str, str]]]:
-        if self.too_big:
-            return [], []
-        nx_graph = self.graph.to_networkx()
-        entities = [
-            GraphEntity(**{**attrs, "id": node}) for node, attrs in nx_graph.nodes(data=True)
-        ]
-        edges = [(s, t, str(k)) for s, t, k in nx_graph.edges(keys=True)]
-        return entities, edges
+        return ([], []) if self.too_big else walks.whole(self.graph)
 
     # -- drawing --------------------------------------------------------------------------------
 
-    def _colour(self, entity_type: str) -> str:
+    def _colour(self, entity_type: str) -> dict[str, str]:
+        # One colour per type for each theme, fixed at first sight (stable across redraws).
         if entity_type not in self._colours:
-            colours = _graph_page.TYPE_COLOURS[self.theme]
-            self._colours[entity_type] = colours[len(self._colours) % len(colours)]
+            n = len(self._colours)
+            self._colours[entity_type] = {
+                name: colours[n % len(colours)]
+                for name, colours in _graph_page.TYPE_COLOURS.items()
+            }
         return self._colours[entity_type]
+
+    @property
+    def legend(self) -> dict[str, str]:
+        """The entity types drawn now and their colours (in the light theme, or the forced
+        one)."""
+        theme = "dark" if self.theme == "dark" else "light"
+        types = sorted({e.entity_type for e in self._entities})
+        return {t: self._colour(t)[theme] for t in types}
 
     def _draw(
         self, entities: list[GraphEntity], edges: list[tuple[str, str, str]], message: str
@@ -324,16 +326,21 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
                 "id": e.id,
                 "label": e.name,
                 "tip": _graph_page.tip_lines(e),
-                "color": self._colour(e.entity_type),
+                "colors": self._colour(e.entity_type),
                 "center": e.id == self.center,
             }
             for e in entities
         ]
         links = [{"from": s, "to": t, "label": label} for s, t, label in edges]
+        types = [
+            {"type": t, "colors": self._colour(t)}
+            for t in sorted({e.entity_type for e in entities})
+        ]
         self.node_ids = [e.id for e in entities]
+        self._entities, self._edges = list(entities), list(edges)
         self.message = message
-        self.page = _graph_page.page(nodes, links, theme=self.theme, message=message)
-        self.frame_html.value = _graph_page.iframe(self.page, height=self.height)
+        self.page = _graph_page.page(nodes, links, theme=self.theme, message=message, types=types)
+        self.frame.page = self.page
         self._render_table()
 
     def _drawn_whole(self, result: tuple[list[GraphEntity], list[tuple[str, str, str]]]) -> None:
@@ -393,6 +400,18 @@ class GraphExplorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untype
         self.last_error = exc
         self.error_html.value = (
             "" if exc is None else f'<div class="agc-error">{html.escape(error_line(exc))}</div>'
+        )
+
+    def _repr_html_(self) -> str:
+        # Static snapshot for saved notebooks / nbviewer: the state as text (the drawing needs
+        # the kernel's page; an inlined vis-network is ~700 KB, too big for a snapshot).
+        return style_tag() + _graph_page.snapshot(
+            header=self.header_html.value,
+            center=self.center,
+            node_ids=self.node_ids,
+            message=self.message,
+            table=self.table_html.value,
+            status=self.status_html.value,
         )
 
     def __repr__(self) -> str:

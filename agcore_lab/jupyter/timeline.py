@@ -19,6 +19,7 @@ import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._confirm import button
+from agcore_lab.jupyter._history_svg import history_svg
 from agcore_lab.jupyter._manager import live_session
 from agcore_lab.jupyter._session_html import (
     CHECKPOINT_HEADER,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CheckpointTimeline"]
 
+MAX_FORKS = 50  # child sessions looked at for fork links
+
 
 @dataclass
 class _Loaded:
@@ -45,6 +48,15 @@ class _Loaded:
     turn_index: int | None = None
     agent_name: str | None = None
     cost_usd: float | None = None
+    gone: bool = False
+    forks: dict[str, list[str]] = field(default_factory=dict)  # ckpt id -> child sessions
+
+
+def _went_to(meta: Any, turns: dict[str, int]) -> str | None:
+    """A rollback's label: where it went (``↩ to turn 1``); ``None`` keeps the stored one."""
+    if meta.source != "rollback" or meta.parent_ckpt_id not in turns:
+        return None
+    return f"↩ to turn {turns[meta.parent_ckpt_id]}"
 
 
 class CheckpointTimeline(ManagerView):
@@ -102,7 +114,11 @@ class CheckpointTimeline(ManagerView):
         self.selected: str | None = None
         self.preview: Any = None
         self.last_fork: str | None = None
+        self.forks: dict[str, list[str]] = {}
+        self.gone = False  # the session was destroyed
+        self._last_agent: str | None = None
 
+        self.history_html = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.plot_html = widgets.HTML()
         self.columns_html = widgets.HTML(
             f'<pre class="agc-columns">{html.escape(CHECKPOINT_HEADER)}</pre>'
@@ -126,6 +142,7 @@ class CheckpointTimeline(ManagerView):
         self.children = [
             self.style_html,
             self.header_html,
+            self.history_html,
             self.plot_html,
             self.columns_html,
             self.ckpt_select,
@@ -151,7 +168,10 @@ class CheckpointTimeline(ManagerView):
             self.refresh()
 
     async def _load(self) -> _Loaded:
+        if self.manager.store.get_session(self.session_id) is None:
+            return _Loaded(gone=True)
         checkpoints = await self.manager.checkpointer.list_checkpoints(self.session_id)
+        forks = await self._forks()
         session = await live_session(self.manager, self.session_id)
         if session is not None:
             return _Loaded(
@@ -160,6 +180,7 @@ class CheckpointTimeline(ManagerView):
                 turn_index=session.turn_index,
                 agent_name=session.agent.name,
                 cost_usd=session.cost_so_far,
+                forks=forks,
             )
         newest = checkpoints[0] if checkpoints else None
         return _Loaded(
@@ -167,13 +188,34 @@ class CheckpointTimeline(ManagerView):
             turn_index=newest.turn_index if newest else None,
             agent_name=newest.agent_name if newest else None,
             cost_usd=newest.cost_usd if newest else None,
+            forks=forks,
         )
+
+    async def _forks(self) -> dict[str, list[str]]:
+        # Child sessions forked from a checkpoint here start with a "fork" checkpoint whose
+        # parent is that checkpoint (the first MAX_FORKS children are looked at).
+        forks: dict[str, list[str]] = {}
+        for child in (await self.manager.children(self.session_id))[:MAX_FORKS]:
+            history = await self.manager.checkpointer.list_checkpoints(child)
+            first = history[-1] if history else None
+            if first is not None and first.source == "fork" and first.parent_ckpt_id:
+                forks.setdefault(first.parent_ckpt_id, []).append(child)
+        return forks
 
     def _loaded(self, loaded: _Loaded) -> None:
         with self._lock:
             self.checkpoints = loaded.checkpoints
             self.live, self.turn_index = loaded.live, loaded.turn_index
             self.agent_name, self._cost = loaded.agent_name, loaded.cost_usd
+            self.forks = loaded.forks
+            if loaded.gone:
+                self.gone = True
+                self.agent_name = self.agent_name or self._last_agent
+                if self.confirm_bar.dismiss():
+                    self.set_status("The session was destroyed: the question was withdrawn.")
+            else:
+                self.gone = False
+                self._last_agent = loaded.agent_name
             ids = [c.ckpt_id for c in self.checkpoints]
             if self.selected is not None and self.selected not in ids:
                 self.selected, self.preview = None, None
@@ -221,6 +263,12 @@ class CheckpointTimeline(ManagerView):
         ]
 
     def _header(self) -> str:
+        if self.gone:
+            return (
+                f'<div class="agc-head agc-gone"><b>Gone:</b> session <code>'
+                f"{html.escape(self.session_id)}</code> was destroyed — its checkpoints are "
+                "deleted; nothing here can be rolled back or forked.</div>"
+            )
         state = "live" if self.live else "stored"
         turn = "?" if self.turn_index is None else str(self.turn_index)
         cost = "" if self._cost is None else f" · {format_cost(self._cost)}"
@@ -237,16 +285,30 @@ class CheckpointTimeline(ManagerView):
             rows = self.page_checkpoints()
             self._quiet = True
             try:
-                self.ckpt_select.options = [(checkpoint_option(c), c.ckpt_id) for c in rows]
+                turns = {c.ckpt_id: c.turn_index for c in self.checkpoints}
+                self.ckpt_select.options = [
+                    (checkpoint_option(c, _went_to(c, turns)), c.ckpt_id) for c in rows
+                ]
                 self.ckpt_select.rows = max(3, min(10, len(rows)))
                 on_page = any(c.ckpt_id == self.selected for c in rows)
                 self.ckpt_select.value = self.selected if on_page else None
             finally:
                 self._quiet = False
             self.header_html.value = self._header()
-            self.plot_html.value = cumulative_plot(self._points(), selected=self.selected)
+            self.plot_html.value = (
+                "" if self.gone else cumulative_plot(self._points(), selected=self.selected)
+            )
+            self.history_html.value = (
+                ""
+                if self.gone
+                else history_svg(self.checkpoints, forks=self.forks, selected=self.selected)
+            )
+            shown = "none" if self.gone else None
+            self.columns_html.layout.display = shown
+            self.ckpt_select.layout.display = shown
             for b in (self.rollback_button, self.fork_button):
-                b.disabled = self.selected is None or self._acting
+                b.disabled = self.selected is None or self._acting or self.gone
+            self.refresh_button.disabled = self.gone
 
     def _picked(self, change: Any) -> None:
         with self._lock:
@@ -275,6 +337,11 @@ class CheckpointTimeline(ManagerView):
     # -- rollback and fork --------------------------------------------------------------------
 
     def _target(self, ckpt_id: str | None) -> Any:
+        if self.gone:
+            self.show_error(
+                InvalidInputError(f"session {self.session_id} was destroyed; nothing to act on")
+            )
+            return None
         if ckpt_id is not None:
             self.select(ckpt_id)
         meta = self.selected_meta()
@@ -357,10 +424,11 @@ class CheckpointTimeline(ManagerView):
         )
 
     def _repr_html_(self) -> str:
-        # Static fallback for nbviewer / exported HTML: header, plot, table, preview.
+        # Static snapshot for saved notebooks, nbviewer, GitHub and exported HTML: header,
+        # table, preview. No SVG: sanitizers strip it to a jumble of its text.
         table = render_checkpoint_table(self.page_checkpoints(), selected=self.selected)
         return (
             f'{style_tag()}<div class="agc-view">{self._header()}'
-            f"{cumulative_plot(self._points(), selected=self.selected)}{table}"
+            f"{table}"
             f"{self.preview_html.value}</div>"
         )

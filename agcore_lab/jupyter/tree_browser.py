@@ -11,31 +11,47 @@ stops that.
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.jupyter._common import plural
 from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._manager import agent_named, live_session, registered_agents, stored_memory
+from agcore_lab.jupyter._manager import live_session, registered_agents, stored_memory
 from agcore_lab.jupyter._session_html import render_memory
-from agcore_lab.jupyter._tasks import BackgroundTask
 from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._tree_html import TreeRow, flatten, render_details, render_tree, row_text
+from agcore_lab.jupyter._tree_html import TreeRow, find_node, flatten, render_details, render_tree
 from agcore_lab.jupyter._view import ManagerView
+from agcore_lab.jupyter.tree.actions import TreeActions
+from agcore_lab.jupyter.tree.rows import COLUMNS, SORT_KEYS, status_text, table_row
+from agcore_lab.jupyter.tree.rows import open_rows as _open_rows
+from agcore_lab.jupyter.tree.rows import search_rows as _search
+from agcore_lab.jupyter.tree.table import TreeTable
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
 
 __all__ = ["SessionTreeBrowser"]
 
+MAX_MARKS = 500  # sessions of a scoped tree whose stored dispatch status is read
 
-class SessionTreeBrowser(ManagerView):
-    """The sessions of a manager as a tree: select one to see its details and memory.
 
-    Each row shows the agent, the turns, the cost and the status — ``live`` (held by this
-    manager), ``stored`` (only in the store: recover it to use it) and ``orphan`` (its parent
-    was destroyed). Large trees are paged (``page_size`` rows a page).
+class SessionTreeBrowser(TreeActions, ManagerView):
+    """The sessions of a manager as a collapsible tree: select one to see its details and memory.
+
+    The tree is a table (an anywidget front-end, :class:`~agcore_lab.jupyter.tree.table.TreeTable`)
+    with columns agent, session, turns, tokens, cost, status and created. Click a row to select
+    it, ▸/▾ to collapse or expand its children (:meth:`toggle`), a column head to sort siblings
+    by it (:meth:`sort`), and type in the search box to keep the sessions whose id or agent
+    matches, with their ancestors (:meth:`search`). The status is text and colour: ``live``
+    (held by this manager), ``stored`` (only in the store: recover it to use it), ``orphan``
+    (its parent was destroyed), ``waiting for approval`` (a tool call of it waits), and — in a
+    :class:`~agcore_lab.jupyter.DispatchMonitor` — the dispatch's ``running``, ``completed``,
+    ``failed``, ``timed out`` or ``cancelled``. Large trees are paged (``page_size`` rows a
+    page), so thousands of sessions never reach the browser at once.
 
     Actions on the selected session, each on agcore_lab's background loop (buttons return at
     once; the view updates when the call ends; errors show inline):
@@ -50,6 +66,8 @@ class SessionTreeBrowser(ManagerView):
     Args:
         manager: The session manager to show.
         page_size: Rows per page.
+        root: Show only this session and its descendants (a destroyed root is said so).
+        status_of: Extra status of a session by id (``None``: nothing to add), shown first.
 
     Example:
         >>> from agcore_lab import Agent, ScriptedModel, SessionManager
@@ -74,15 +92,27 @@ class SessionTreeBrowser(ManagerView):
         blocks until pending reloads and actions are done.
     """
 
-    def __init__(self, manager: SessionManager, *, page_size: int = 50) -> None:
+    def __init__(
+        self,
+        manager: SessionManager,
+        *,
+        page_size: int = 50,
+        root: str | None = None,
+        status_of: Callable[[str], str | None] | None = None,
+    ) -> None:
         super().__init__(manager, page_size=page_size, prev_label="◀ Prev", next_label="Next ▶")
         self.tree: Any = None
+        self.root = root
+        self.status_of = status_of
+        self.gone = False  # the scoped root was destroyed
         self.rows: list[TreeRow] = []
+        self.all_rows: list[TreeRow] = []
+        self.waiting: set[str] = set()
+        self.marks: dict[str, str] = {}  # a scoped tree: how each child's dispatch task ended
         self.selected: str | None = None
         self.memory: dict[str, Any] = {}
 
-        self.tree_select = widgets.Select(options=[], rows=12, layout=widgets.Layout(width="100%"))
-        self.tree_select.add_class("agc-tree-list")
+        self.tree_table = TreeTable(columns=COLUMNS, empty="no sessions yet")
         self.details_html = widgets.HTML()
         self.memory_html = widgets.HTML()
         self.agent_dropdown = widgets.Dropdown(
@@ -96,7 +126,7 @@ class SessionTreeBrowser(ManagerView):
         self.children = [
             self.style_html,
             self.header_html,
-            self.tree_select,
+            self.tree_table,
             widgets.HBox(
                 [self.prev_button, self.page_html, self.next_button, self.refresh_button],
                 layout=row,
@@ -118,28 +148,55 @@ class SessionTreeBrowser(ManagerView):
             self.error_html,
         ]
         self.add_class("agc-tree-browser")
-        self.tree_select.observe(self._picked, names="value")
+        self.tree_table.observe(self._picked, names="selected")
+        self.tree_table.observe(self._reshaped, names=["query", "sort_key", "descending"])
+        self.tree_table.observe(self._collapsed, names="collapsed")
         self.child_button.on_click(lambda _: self.new_child())
         self.switch_button.on_click(lambda _: self.switch_agent())
         self.recover_button.on_click(lambda _: self.recover())
         self.destroy_button.on_click(lambda _: self.ask_destroy())
-        self._loader(manager.tree, self._tree_loaded)
+        self._loader(self._load_tree, self._tree_loaded)
         self._memory_loader = self._loader(self._load_memory, self._memory_loaded)
         self._start()
 
     # -- loading ------------------------------------------------------------------------------
 
-    def _tree_loaded(self, tree: Any) -> None:
+    async def _load_tree(self) -> tuple[Any, set[str], dict[str, str]]:
+        tree = await self.manager.tree()
+        waiting = {c.session_id for c in self.manager.pending_calls()}
+        marks: dict[str, str] = {}
+        if self.root is not None:
+            # A scoped tree (a dispatch's children) also shows how each child's task ended,
+            # as the dispatch stored it in the child's metadata.
+            node = find_node(tree.roots, self.root)
+            for _, child in (node.walk() if node is not None else [])[1:MAX_MARKS]:
+                record = self.manager.store.get_session(child.session_id)
+                mark = record.metadata.get("dispatch") if record is not None else None
+                if isinstance(mark, str):
+                    marks[child.session_id] = mark
+        return tree, waiting, marks
+
+    def _tree_loaded(self, loaded: tuple[Any, set[str], dict[str, str]]) -> None:
+        tree, waiting, marks = loaded
         with self._lock:
-            self.tree = tree
-            self.rows = flatten(tree.roots)
+            self.tree, self.waiting, self.marks = tree, waiting, marks
+            roots = list(tree.roots)
+            if self.root is not None:
+                node = find_node(roots, self.root)
+                self.gone = node is None
+                roots = [] if node is None else [node]
+            self._all_roots = roots
+            self._reshape()
             index = None if self.selected is None else self._index(self.selected)
-            if index is None:
+            if index is None and (self.selected is None or self._find(self.selected) is None):
                 self.selected, self.memory = None, {}
-            else:
+            elif index is not None:
                 self.page = index // self.page_size
             self._render()
         self._memory_loader.request()
+
+    def _find(self, session_id: str) -> Any:
+        return find_node(getattr(self, "_all_roots", []), session_id)
 
     async def _load_memory(self) -> tuple[str | None, dict[str, Any]]:
         sid = self.selected
@@ -160,6 +217,58 @@ class SessionTreeBrowser(ManagerView):
                 "" if sid is None else f"<div class='agc-meta'>memory</div>{render_memory(memory)}"
             )
 
+    # -- search, sort, collapse ---------------------------------------------------------------
+
+    def _reshape(self) -> None:
+        """Recompute the shown rows from the tree: sort siblings, then search or collapse."""
+        table = self.tree_table
+        key = SORT_KEYS.get(table.sort_key)
+        roots = getattr(self, "_all_roots", [])
+        self.all_rows = flatten(roots, order=None if key is None else (key, table.descending))
+        query = table.query.strip().lower()
+        if query:
+            self.rows = _search(self.all_rows, query)
+        else:
+            self.rows = _open_rows(self.all_rows, set(table.collapsed))
+
+    def search(self, query: str) -> None:
+        """Show only sessions whose id or agent contains ``query`` (with their ancestors);
+        ``""`` shows the whole tree again. (What typing in the search box does.)"""
+        self.tree_table.query = query
+
+    def sort(self, column: str, *, descending: bool = False) -> None:
+        """Sort siblings by ``column`` (``agent``, ``id``, ``turns``, ``tokens``, ``cost``,
+        ``status``, ``created``; ``""``: tree order). (What a click on a column head does.)
+
+        Raises:
+            InvalidInputError: Unknown column.
+        """
+        if column and column not in SORT_KEYS:
+            raise InvalidInputError(
+                f"cannot sort by {column!r}; columns: {', '.join(sorted(SORT_KEYS))}"
+            )
+        with self.tree_table.hold_trait_notifications():
+            self.tree_table.sort_key = column
+            self.tree_table.descending = descending
+
+    def toggle(self, session_id: str) -> None:
+        """Collapse or expand a session's children (what a click on ▸/▾ does)."""
+        self.tree_table.toggle(session_id)
+
+    def _reshaped(self, _change: Any) -> None:
+        with self._lock:
+            self._reshape()
+            self.page = 0
+            index = None if self.selected is None else self._index(self.selected)
+            if index is not None:
+                self.page = index // self.page_size
+            self._render()
+
+    def _collapsed(self, _change: Any) -> None:
+        with self._lock:
+            self._reshape()
+            self._render()
+
     # -- what is shown ------------------------------------------------------------------------
 
     def _row_count(self) -> int:
@@ -176,31 +285,38 @@ class SessionTreeBrowser(ManagerView):
     @property
     def selected_node(self) -> Any:
         """The selected session's node, or ``None``."""
-        index = None if self.selected is None else self._index(self.selected)
-        return None if index is None else self.rows[index].node
+        return None if self.selected is None else self._find(self.selected)
+
+    def status(self, node: Any) -> str:
+        """A session's status as shown: the dispatch's view of it (``failed``, ``running``,
+        ...) or ``waiting for approval`` first, then ``live``/``stored``, then ``orphan``."""
+        extra = self.status_of(node.session_id) if self.status_of is not None else None
+        return status_text(node, extra or self.marks.get(node.session_id), self.waiting)
+
+    def _table_row(self, row: TreeRow, collapsed: set[str]) -> dict[str, Any]:
+        return table_row(row, self.status(row.node), collapsed)
 
     def _render(self) -> None:
         with self._lock:
             self._render_paging()
             rows = self.page_rows()
+            collapsed = set(self.tree_table.collapsed)
+            table_rows = [self._table_row(r, collapsed) for r in rows]
+            on_page = any(r.node.session_id == self.selected for r in rows)
             self._quiet = True
             try:
-                self.tree_select.options = [(row_text(r), r.node.session_id) for r in rows]
-                self.tree_select.rows = max(3, min(12, len(rows)))
-                on_page = any(r.node.session_id == self.selected for r in rows)
-                self.tree_select.value = self.selected if on_page else None
+                with self.tree_table.hold_trait_notifications():
+                    self.tree_table.rows = table_rows
+                    self.tree_table.selected = self.selected if on_page else None
+                    self.tree_table.empty = self._empty_text()
+                    self.tree_table.tree_version += 1
             finally:
                 self._quiet = False
-            live = sum(1 for r in self.rows if r.node.status == "live")
-            orphans = sum(1 for r in self.rows if r.node.orphan)
-            total = len(self.rows)
-            self.header_html.value = (
-                f'<div class="agc-head"><b>Sessions</b><span class="agc-count">{total} '
-                f"session{'' if total == 1 else 's'} · {live} live · {total - live} stored · "
-                f"{orphans} orphan</span></div>"
-            )
+            self.header_html.value = self._header()
             node = self.selected_node
-            self.details_html.value = "" if node is None else render_details(node)
+            self.details_html.value = (
+                "" if node is None else render_details(node, status=self.status(node))
+            )
             if node is None:
                 self.memory_html.value = ""
             for b in (self.child_button, self.switch_button, self.destroy_button):
@@ -213,6 +329,39 @@ class SessionTreeBrowser(ManagerView):
             if names and self.agent_dropdown.value not in names:
                 self.agent_dropdown.value = current if current in names else names[0]
 
+    def redraw(self) -> None:
+        """Draw again from what the view holds (no reading), e.g. when ``status_of`` changed."""
+        with self._lock:
+            self._render()
+
+    def _empty_text(self) -> str:
+        if self.gone:
+            return f"Session {self.root} was destroyed: nothing to show."
+        if self.tree_table.query.strip():
+            return f"No session matches {self.tree_table.query.strip()!r}."
+        return "no sessions yet"
+
+    def _header(self) -> str:
+        if self.gone:
+            return (
+                f'<div class="agc-head agc-gone"><b>Gone:</b> session <code>'
+                f"{html.escape(str(self.root))}</code> was destroyed.</div>"
+            )
+        nodes = [r.node for r in self.all_rows]
+        total = len(nodes)
+        live = sum(1 for n in nodes if n.status == "live")
+        orphans = sum(1 for n in nodes if n.orphan)
+        waiting = sum(1 for n in nodes if n.session_id in self.waiting)
+        shown = ""
+        if self.tree_table.query.strip():
+            shown = f" · {plural(len(self.rows), 'match', 'matches')}"
+        scope = "" if self.root is None else f" under <code>{html.escape(self.root)}</code>"
+        return (
+            f'<div class="agc-head"><b>Sessions</b>{scope}<span class="agc-count">'
+            f"{plural(total, 'session')} · {live:,} live · {total - live:,} stored · "
+            f"{orphans:,} orphan · {waiting:,} waiting for approval{shown}</span></div>"
+        )
+
     def _picked(self, change: Any) -> None:
         with self._lock:
             if self._quiet or change["new"] is None:
@@ -224,105 +373,34 @@ class SessionTreeBrowser(ManagerView):
         with self._lock:
             index = None if session_id is None else self._index(session_id)
             if session_id is not None and index is None:
-                self.show_error(InvalidInputError(f"no session {session_id!r} in the tree"))
-                return
+                if self._find(session_id) is None:
+                    self.show_error(InvalidInputError(f"no session {session_id!r} in the tree"))
+                    return
+                # Hidden by a collapsed ancestor or the search: show it.
+                self._reveal(session_id)
+                index = self._index(session_id)
             self.selected, self.memory = session_id, {}
             if index is not None:
                 self.page = index // self.page_size
             self._render()
         self._memory_loader.request()
 
-    # -- actions ------------------------------------------------------------------------------
-
-    def _needs_selection(self) -> str | None:
-        if self.selected is None:
-            self.show_error(InvalidInputError("select a session first"))
-        return self.selected
-
-    def _picked_agent(self, name: str | None) -> Any:
-        name = name or self.agent_dropdown.value
-        if not name:
-            self.show_error(
-                InvalidInputError("no registered agents: call manager.register_agent(agent)")
-            )
-            return None
+    def _reveal(self, session_id: str) -> None:
+        ancestors = set()
+        node = self._find(session_id)
+        while node is not None and node.parent_id is not None:
+            ancestors.add(node.parent_id)
+            node = self._find(node.parent_id)
+        self._quiet = True
         try:
-            return agent_named(self.manager, name)
-        except InvalidInputError as exc:
-            self.show_error(exc)
-            return None
-
-    def new_child(self, agent_name: str | None = None) -> BackgroundTask[Any] | None:
-        """Create a child of the selected session with a registered agent (the dropdown's)."""
-        parent = self._needs_selection()
-        agent = None if parent is None else self._picked_agent(agent_name)
-        if parent is None or agent is None:
-            return None
-
-        def created(child: str) -> None:
-            self.selected = child
-            self.set_status(f"Created {child} ({agent.name}) under {parent}.")
-
-        coro = self.manager.create_child(parent, agent)
-        return self._act(coro, f"Creating a child of {parent}", created)
-
-    def switch_agent(self, agent_name: str | None = None) -> BackgroundTask[Any] | None:
-        """Give the selected session another registered agent (history and memory stay)."""
-        sid = self._needs_selection()
-        agent = None if sid is None else self._picked_agent(agent_name)
-        if sid is None or agent is None:
-            return None
-        return self._act(
-            self.manager.switch_agent(sid, agent),
-            f"Switching {sid} to {agent.name!r}",
-            lambda _: self.set_status(f"{sid} now uses agent {agent.name!r}."),
-        )
-
-    def recover(self) -> BackgroundTask[Any] | None:
-        """Load the selected stored session from the store (it becomes live)."""
-        sid = self._needs_selection()
-        if sid is None:
-            return None
-        return self._act(
-            self.manager.recover(sid),
-            f"Recovering {sid}",
-            lambda _: self.set_status(f"Recovered {sid}; it is live now."),
-        )
-
-    def ask_destroy(self) -> None:
-        """Ask for confirmation before destroying the selected session."""
-        node = self.selected_node
-        if node is None:
-            self._needs_selection()
-            return
-        kids = len(node.children)
-        orphans = f" Its {kids} child session(s) stay, as orphans." if kids else ""
-        self.confirm_bar.ask(
-            f"Destroy session {node.session_id} ({node.agent_name}, {node.turn_index} turns)? "
-            f"Its messages, memory and checkpoints are deleted.{orphans}",
-            lambda: self._destroy(node.session_id),
-            action="destroy",
-            confirm_label="Destroy",
-            on_cancel=lambda: self.set_status("Destroy cancelled; nothing changed."),
-        )
-        self.set_status("Confirm or Cancel.")
-
-    def confirm_destroy(self) -> BackgroundTask[Any] | None:
-        """Destroy the session named in the open question (see :meth:`ask_destroy`)."""
-        if self.confirm_bar.pending != "destroy":
-            return None
-        return self.confirm_bar.confirm()  # type: ignore[return-value]
-
-    def cancel_destroy(self) -> None:
-        """Close the question; nothing changes."""
-        self.confirm_bar.cancel()
-
-    def _destroy(self, sid: str) -> BackgroundTask[Any] | None:
-        return self._act(
-            self.manager.destroy(sid),
-            f"Destroying {sid}",
-            lambda _: self.set_status(f"Destroyed {sid}."),
-        )
+            with self.tree_table.hold_trait_notifications():
+                self.tree_table.query = ""
+                self.tree_table.collapsed = [
+                    i for i in self.tree_table.collapsed if i not in ancestors
+                ]
+        finally:
+            self._quiet = False
+        self._reshape()
 
     # -- lifetime and reprs -------------------------------------------------------------------
 
@@ -337,6 +415,7 @@ class SessionTreeBrowser(ManagerView):
         # Static fallback for nbviewer / exported HTML: the current page and the details.
         return (
             f'{style_tag()}<div class="agc-view">{self.header_html.value}'
-            f"{render_tree(self.page_rows(), selected=self.selected)}{self.details_html.value}"
+            f"{render_tree(self.page_rows(), selected=self.selected, status=self.status)}"
+            f"{self.details_html.value}"
             f"{self.memory_html.value}</div>"
         )

@@ -93,6 +93,29 @@ class JupyterLab:
             index,
         )
 
+    def screenshot(self, page: Any, name: str) -> Path:
+        """A screenshot into the server's temp dir (and into ``$AGCORE_SCREENSHOTS`` if set,
+        for people to look at)."""
+        path = self.tmp_dir / f"{name}.png"
+        page.screenshot(path=str(path))
+        keep = os.environ.get("AGCORE_SCREENSHOTS")
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / path.name).write_bytes(path.read_bytes())
+        return path
+
+    def set_theme(self, page: Any, theme: str) -> None:
+        """Switch JupyterLab's theme (``"JupyterLab Light"`` / ``"JupyterLab Dark"``) and wait
+        until the page uses it."""
+        page.evaluate(
+            "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
+            theme,
+        )
+        light = "true" if "Light" in theme else "false"
+        page.wait_for_function(f"document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
+        page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
+        page.wait_for_timeout(300)  # the theme's CSS settles
+
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
         try:
@@ -102,7 +125,9 @@ class JupyterLab:
 
     def open_notebook(self, page: Any, name: str, timeout: float = 60_000) -> None:
         """Open ``name`` (relative to the root dir) and wait until its kernel is idle."""
-        page.goto(f"{self.url}/lab/tree/{name}")
+        # ?reset: start from an empty workspace, so an earlier test's notebook is not restored
+        # beside this one (and made current while this test runs).
+        page.goto(f"{self.url}/lab/tree/{name}?reset")
         page.wait_for_selector(".jp-Notebook", timeout=timeout)
         self.wait_for_idle(page, timeout)
 
@@ -203,6 +228,11 @@ def jupyter_lab(
         "IPYTHONDIR": str(tmp / "ipython"),
         "PYTHONUNBUFFERED": "1",
     }
+    # Save widget state with the notebook (Settings → Jupyter Widgets → Save widget state):
+    # a saved notebook then shows each view's last state with no kernel (see docs/jupyter.md).
+    widgets_settings = tmp / "settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    widgets_settings.mkdir(parents=True)
+    (widgets_settings / "plugin.jupyterlab-settings").write_text('{"saveState": true}')
     jupyter = [sys.executable, "-m", "jupyter"]
     subprocess.run(
         [*jupyter, "labextension", "disable", "@jupyterlab/apputils-extension:announcements"],

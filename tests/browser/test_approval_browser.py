@@ -57,7 +57,7 @@ def test_approve_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(card.locator(".agc-tool")).to_have_text("transfer")
     expect(card.locator("pre.agc-args")).to_contain_text('"amount": 100')
     expect(card.locator(".agc-time-left")).to_contain_text("expires in")
-    page.screenshot(path=str(jupyter_lab.tmp_dir / "approval_pending.png"))
+    jupyter_lab.screenshot(page, "approval_pending")
 
     approve = card.locator("button.jupyter-button", has_text=re.compile(r"^\s*Approve\s*$"))
     expect(approve).to_have_count(1)
@@ -80,4 +80,7 @@ def test_approve_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(read_back).to_have_text(
         "EXECUTED [('u2', 100)] Done: 100 are on their way to u2.", timeout=30_000
     )
+    jupyter_lab.set_theme(page, "JupyterLab Dark")
+    jupyter_lab.screenshot(page, "approval_dark")
+    jupyter_lab.set_theme(page, "JupyterLab Light")
     assert jupyter_lab.dialogs == []

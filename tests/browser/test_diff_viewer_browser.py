@@ -36,7 +36,7 @@ def test_diff_viewer_merge_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     viewer = page.locator(".jp-OutputArea-output .agc-diff-viewer")
     expect(viewer).to_be_visible(timeout=60_000)
     expect(viewer.locator(".agc-colhead")).to_have_text(["main", "alt"])
-    expect(viewer.locator(".agc-note.agc-fold")).to_contain_text("2 shared message(s)")
+    expect(viewer.locator(".agc-note.agc-fold")).to_contain_text("2 shared messages")
     right_only = viewer.locator(".agc-cell.agc-right_only .agc-text")
     # The message is shown as text: the literal characters, and no <img> element anywhere.
     expect(right_only).to_have_text([XSS, "A picture, as text."])
@@ -59,7 +59,7 @@ def test_diff_viewer_merge_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     )
     expect(viewer.locator(".agc-cell.agc-right_only")).to_have_count(0)
     expect(viewer.locator(".agc-preview")).to_be_hidden()
-    expect(viewer.locator(".agc-note.agc-fold")).to_contain_text("4 shared message(s)")
+    expect(viewer.locator(".agc-note.agc-fold")).to_contain_text("4 shared messages")
     expect(viewer.locator(".agc-error")).to_have_count(0)
     page.screenshot(path=str(jupyter_lab.tmp_dir / "diff_viewer_light.png"))
 

@@ -113,3 +113,79 @@ def test_graph_explorer_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     shot = jupyter_lab.tmp_dir / "graph_explorer.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
+
+
+READ_CENTRE = 'print("centre:", explorer.center, "clicked:", clicked)'
+
+CLICKS = """\
+clicked = []
+explorer.on_node_click(clicked.append)"""
+
+
+def _hex_to_rgb(value: str) -> str:
+    digits = value.strip().lstrip("#")
+    if len(digits) == 3:
+        digits = "".join(c * 2 for c in digits)
+    r, g, b = (int(digits[i : i + 2], 16) for i in (0, 2, 4))
+    return f"rgb({r}, {g}, {b})"
+
+
+def _rgb(frame: Any, expression: str) -> str:
+    return str(frame.evaluate(f"getComputedStyle({expression}).backgroundColor"))
+
+
+def test_graph_explorer_click_theme_and_legend(page: Any, jupyter_lab: Any) -> None:
+    from playwright.sync_api import expect
+
+    jupyter_lab.write_notebook("graph_click.ipynb", [SETUP, CLICKS, READ_CENTRE])
+    jupyter_lab.open_notebook(page, "graph_click.ipynb")
+    jupyter_lab.run_all_cells(page)
+    shown = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    explorer = shown.locator(".jp-OutputArea-output .agc-graph-explorer")
+    expect(explorer).to_be_visible(timeout=60_000)
+    iframe = explorer.locator("iframe.agc-graph-frame")
+    frame = _graph_frame(iframe, N)
+
+    # The legend lists the entity types, as text, with their colours.
+    legend = frame.evaluate(
+        "[...document.querySelectorAll('.agc-legend-row')].map(r => r.textContent)"
+    )
+    assert legend == ["entity", "even", "odd"], legend
+    # Light theme: the frame's background is JupyterLab's layout colour.
+    lab_light = page.evaluate(
+        "getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim()"
+    )
+    assert lab_light.lower() in ("white", "#fff", "#ffffff"), lab_light
+    assert _rgb(frame, "document.body") == "rgb(255, 255, 255)"
+    jupyter_lab.screenshot(page, "graph_light")
+
+    # Click node e3: the kernel re-centres on it and the callback saw it.
+    frame.evaluate("window.network.stopSimulation()")
+    spot = json.loads(
+        frame.evaluate(
+            "JSON.stringify(window.network.canvasToDOM(window.network.getPosition('e3')))"
+        )
+    )
+    box = iframe.bounding_box()
+    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
+    status = explorer.locator(".agc-status").last
+    expect(status).to_contain_text("e3 (e3): 1 related", timeout=30_000)
+    frame = _graph_frame(iframe, 2)
+    jupyter_lab.run_cell(page, 2)
+    read_back = shown.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea-output")
+    expect(read_back).to_have_text("centre: e3 clicked: ['e3']", timeout=30_000)
+
+    # JupyterLab Dark: the frame follows by itself (no theme= argument), live.
+    jupyter_lab.set_theme(page, "JupyterLab Dark")
+    lab_dark = page.evaluate(
+        "getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim()"
+    )
+    frame.wait_for_function("window.agcTheme() === 'dark'", timeout=15_000)
+    dark_bg = _rgb(frame, "document.body")
+    jupyter_lab.screenshot(page, "graph_dark")
+    jupyter_lab.set_theme(page, "JupyterLab Light")
+    assert dark_bg == _hex_to_rgb(lab_dark), (dark_bg, lab_dark)  # exactly JupyterLab's
+    assert dark_bg != "rgb(255, 255, 255)"
+    frame.wait_for_function("window.agcTheme() === 'light'", timeout=15_000)
+    assert _rgb(frame, "document.body") == "rgb(255, 255, 255)"  # back with the notebook
+    assert jupyter_lab.dialogs == []

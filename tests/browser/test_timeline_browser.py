@@ -42,11 +42,13 @@ def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     options = timeline.locator(".agc-ckpt-list select option")
     expect(options).to_have_count(4)
     expect(timeline.locator(".agc-turn")).to_have_text("turn 3")
-    expect(timeline.locator("svg.agc-plot circle")).to_have_count(4)
+    expect(timeline.locator("svg.agc-plot:not(.agc-history) circle")).to_have_count(4)
+    expect(timeline.locator("svg.agc-history polyline")).to_have_count(1)
     read_back = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
     expect(read_back).to_have_text("turn index: 3", timeout=30_000)
-    tree_row = page.locator(".agc-tree-browser .agc-tree-list select option").first
-    expect(tree_row).to_contain_text("writer · 3 turns", timeout=30_000)
+    tree_row = page.locator(".agc-tree-browser tr.agc-tt-row").first
+    expect(tree_row.locator("td[data-key=agent]")).to_have_text("writer", timeout=30_000)
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("3")
 
     # Pick the checkpoint after turn 1 (newest first: 3, 2, 1, start).
     timeline.locator(".agc-ckpt-list select").select_option(index=2)
@@ -62,11 +64,15 @@ def test_timeline_rollback_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(timeline.locator(".agc-turn")).to_have_text("turn 1")
     expect(options).to_have_count(5)
     expect(options.first).to_contain_text("rollback")
-    expect(timeline.locator("svg.agc-plot circle")).to_have_count(5)
+    expect(timeline.locator("svg.agc-plot:not(.agc-history) circle")).to_have_count(5)
+    # The history graph branches at the rollback: a second lane, labelled where it went.
+    expect(timeline.locator("svg.agc-history polyline")).to_have_count(2)
+    expect(timeline.locator("svg.agc-history .agc-lane-label").nth(1)).to_contain_text(
+        "rollback to turn 1"
+    )
     expect(timeline.locator(".agc-error")).to_have_count(0)
-    expect(tree_row).to_contain_text("writer · 1 turn ·")  # the open tree browser followed
-    shot = jupyter_lab.tmp_dir / "timeline_rolled_back.png"
-    page.screenshot(path=str(shot))
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("1")  # the tree followed
+    shot = jupyter_lab.screenshot(page, "timeline_rolled_back")
     assert shot.stat().st_size > 10_000
 
     # The kernel agrees: the live session's turn index went back.

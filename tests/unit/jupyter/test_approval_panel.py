@@ -413,3 +413,69 @@ def test_approve_from_code_with_edited_arguments(
         "kind": "approve",
         "arguments": {"to": "u9", "amount": 1},
     }
+
+
+def test_stale_card_shows_the_arguments_that_actually_ran(
+    bank: Bank, manager: SessionManager, make_panel: Any
+) -> None:
+    # The stale case of the issue: after an edited approval the card still showed the model's
+    # "amount": 22, yet the tool had "sent 2 to u12".
+    call = bank.ask(to="u12", amount=22)
+    panel = make_panel(manager)
+    task = panel.approve_edited(call.interrupt_id, '{"to": "u12", "amount": 2}')
+    assert task is not None and task.wait(10) and panel.wait(10)
+    assert bank.runs == [("u12", 2)]
+    card = panel.card(call.interrupt_id)
+    shown = _text(card.args_html.value)
+    assert shown.index("ran with (edited)") < shown.index('"amount": 2')
+    assert shown.index('"amount": 2') < shown.index("the model asked for (not run)")
+    assert shown.index("the model asked for (not run)") < shown.index('"amount": 22')
+    assert "sent 2 to u12" in _text(card.outcome_html.value)
+    assert card.approve_button.disabled and card.actions.layout.display == "none"
+
+
+def test_stale_edited_approval_made_elsewhere_shows_what_ran(
+    bank: Bank, manager: SessionManager, make_panel: Any
+) -> None:
+    from agcore_lab import Approve
+
+    call = bank.ask(to="u12", amount=22)
+    panel = make_panel(manager)
+    manager.resume_sync(
+        call.session_id,
+        call.run_id,
+        call.interrupt_id,
+        Approve(arguments={"to": "u9", "amount": 3}),
+    )
+    assert panel.wait(10)
+    card = panel.card(call.interrupt_id)
+    shown = _text(card.args_html.value)
+    assert "ran with (edited)" in shown and '"to": "u9"' in shown
+    assert "EXECUTED" in _text(card.head_html.value)
+    assert panel.pending == []
+
+
+def test_a_call_about_to_expire_is_flagged() -> None:
+    from datetime import timedelta
+
+    from agcore_lab.ids import utcnow
+    from agcore_lab.jupyter._approval_html import render_time_left
+
+    now = utcnow()
+    call = PendingToolCall(
+        interrupt_id="i1",
+        session_id="s",
+        run_id="r",
+        tool_call_id="c",
+        tool_name="transfer",
+        expires_at=now + timedelta(seconds=30),
+    )
+    soon = render_time_left(call, now)
+    assert "agc-expiring" in soon and "⚠ expires soon: expires in 30 s" in soon
+    later = render_time_left(
+        call.model_copy(update={"expires_at": now + timedelta(minutes=5)}), now
+    )
+    assert "agc-expiring" not in later and "expires in 5 min 0 s" in later
+    gone = render_time_left(call.model_copy(update={"expires_at": now - timedelta(seconds=1)}), now)
+    assert "agc-expired" in gone and "expires soon" not in gone
+    assert render_time_left(call.model_copy(update={"expires_at": None}), now).count("no expiry")

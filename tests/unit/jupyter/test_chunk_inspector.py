@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from types import SimpleNamespace
 
@@ -57,7 +58,7 @@ def test_text_is_always_escaped() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in view.text_html.value
     assert view.name == XSS
     page = view._repr_html_()
-    assert "<img" not in page and "<input" not in page and "<svg" in page
+    assert "<img" not in page and "<input" not in page and "<svg" not in page  # no SVG: sanitizers
     assert "agc-view" in view._dom_classes and "ChunkInspector(" in repr(view)
 
 
@@ -109,21 +110,26 @@ def test_table_pages_and_text_is_cut() -> None:
     view = ChunkInspector(long_text, chunk_size=20, chunk_overlap=0, page_size=50)
     assert len(view.spans) > 100
     assert view.table_html.value.count("<tr>") == 51  # header + one page
-    assert not view.more_button.disabled
-    view.more_button.click()
-    assert view.table_html.value.count("<tr>") == 101
-    view.show_more(10_000)
-    assert view.more_button.disabled
+    assert view.prev_button.disabled and not view.next_button.disabled
+    assert f"chunks 1-50 of {len(view.spans):,} · page 1 of {view.pages}" in view.page_html.value
+    view.next_button.click()
+    assert view.table_html.value.count("<tr>") == 51  # still one page: paged, not growing
+    assert [s.number for s in view.page_spans()] == list(range(50, 100))
+    assert "<td>50</td>" in view.table_html.value and "<td>0</td>" not in view.table_html.value
+    view.show_page(10_000)
+    assert view.next_button.disabled and view.page == view.pages - 1
+    view.configure(chunk_size=30)  # a new split starts on page 1
+    assert view.page == 0
     cut = render_chunked_text(long_text, view.spans, limit=100)
     assert "more characters not drawn" in cut and len(_text(cut)) < 400
 
 
 def test_helpers_render_empty_states() -> None:
     assert "no chunks" in histogram_svg([], 100)
-    assert render_chunk_table([], 10).count("<tr>") == 1
+    assert render_chunk_table([], 0, 10).count("<tr>") == 1
     assert _text(render_chunked_text("", [])) == ""
     svg = histogram_svg([5, 10, 10, 95], 100)
-    assert svg.count("<rect") == 3 and "2 chunk(s) of length" in svg
+    assert svg.count("<rect") == 3 and "2 chunks of length" in svg
 
 
 def test_chunks_magic_opens_the_inspector_on_a_variable() -> None:
@@ -150,3 +156,41 @@ def test_ingest_progress_bar() -> None:
     bar(IngestProgress(4, 4, 40, 40))
     assert bar.bar.value == 100 and bar.bar.bar_style == "success"
     assert bar.last == IngestProgress(4, 4, 40, 40)
+
+
+def test_size_slider_is_logarithmic_and_bounded_by_the_text() -> None:
+    # The issue: a 1-11,113 slider on a 135 px track, where a 40 px drag jumped 300 -> 3,586.
+    text = "word " * 2222 + "end"  # 11,113 characters
+    view = ChunkInspector(text, chunk_size=300, chunk_overlap=30)
+    slider = view.size_slider
+    assert slider.base == 10 and slider.min == 0
+    assert round(10**slider.max) == len(text)  # bounded by the text
+    # One step of the slider changes the size by about 2 %, wherever it is.
+    for size in (300, 3000):
+        assert size * 10**slider.step / size < 1.03
+    slider.value = 10 ** (math.log10(300) + 0.1)  # a short drag to the right
+    assert 370 <= view.splitter.chunk_size <= 380  # not 3,586
+    assert view.overlap_slider.max == view.splitter.chunk_size
+    assert isinstance(view.splitter.chunk_size, int)
+
+
+def test_histogram_has_axes_with_ticks_and_the_size_marked() -> None:
+    svg = histogram_svg([50, 120, 130, 400, 990], 1000)
+    ticks = re.findall(r'class="agc-tick agc-x-tick"[^>]*>([^<]+)<', svg)
+    assert ticks == ["0", "200", "400", "600", "800", "1,000"]
+    assert re.findall(r'class="agc-tick agc-y-tick"[^>]*>([^<]+)<', svg)[0] == "0"
+    assert "chunk length (characters)" in svg and ">chunks</text>" in svg
+    assert 'class="agc-size-line"' in svg and "chunk size 1,000" in svg
+
+
+def test_height_is_capped() -> None:
+    view = ChunkInspector("word " * 3000, chunk_size=20, chunk_overlap=0)
+    assert view.layout.max_height == "600px" and view.layout.overflow_y == "auto"
+
+
+def test_the_browsers_snapped_slider_value_does_not_change_the_size() -> None:
+    view = ChunkInspector("word " * 4000, chunk_size=300, chunk_overlap=0)
+    view.size_slider.value = 10**2.48  # 302: what the browser sends back for 300
+    assert view.splitter.chunk_size == 300
+    view.size_slider.value = 10**2.6  # a real move
+    assert view.splitter.chunk_size == 398

@@ -47,7 +47,7 @@ def test_shows_both_columns_aligned_at_the_fork() -> None:
     assert '<div class="agc-colhead">main</div>' in body
     assert '<div class="agc-colhead">alt</div>' in body
     # Shared prefix folded into one line; the two new messages on the right, blanks on the left.
-    assert "2 shared message(s) before the fork (collapsed)" in body
+    assert "2 shared messages before the fork (collapsed)" in body
     assert body.count('class="agc-cell agc-right_only"') == 2
     assert body.count('class="agc-cell agc-empty"') == 2
     assert "agc-shared" not in body
@@ -121,7 +121,7 @@ def test_very_long_histories_are_paged() -> None:
     viewer = SlotDiffViewer(session, "main", "alt", page_size=10)
     body = viewer.body_html.value
     assert body.count("agc-right_only") == 10
-    assert "15 earlier row(s) not shown" in body
+    assert "15 earlier rows not shown" in body
     assert "message 24" in body and "message 14" not in body
     assert viewer.more_button.description == "Show more (15 hidden)"
     viewer.more_button.click()
@@ -204,7 +204,9 @@ def test_confirm_merges_in_the_background_and_refreshes() -> None:
     # The view was refreshed: everything is shared now, no right-only rows left.
     assert viewer.diff.identical and viewer.diff.fork_index == 4
     assert "agc-right_only" not in viewer.body_html.value
-    assert not viewer.merge_button.disabled and not viewer.confirm_button.disabled
+    # Nothing is left to merge: the button says so and stays disabled.
+    assert viewer.merge_button.disabled and viewer.nothing_to_merge
+    assert viewer.merge_button.description == "Nothing to merge"
 
 
 def test_confirm_uses_the_previewed_strategy() -> None:
@@ -308,6 +310,10 @@ def test_refresh_reads_the_slots_again_and_reports_missing_ones() -> None:
     viewer.refresh()
     assert isinstance(viewer.last_error, SlotNotFoundError)
     assert "agcore: no slot &#x27;alt&#x27;" in viewer.error_html.value
+    # The view says its subject is gone and offers no merge.
+    assert viewer.gone is not None and "Gone:" in viewer.header_html.value
+    assert viewer.merge_button.disabled and viewer.strategy_dropdown.disabled
+    assert viewer.preview_merge() is None and not viewer.preview_visible
 
 
 def test_reprs() -> None:
@@ -319,3 +325,74 @@ def test_reprs() -> None:
     assert page.startswith("<style>") and "var(--jp-layout-color1" in page
     assert "agc-right_only" in page and "<button" not in page
     assert "agc-view" in viewer._dom_classes
+
+
+def _until(condition: object, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_stale_a_merge_made_in_another_cell_is_seen_without_refresh() -> None:
+    # The stale case of the issue: after Run All the viewer still offered "Merge" and its
+    # preview said "append 0 message(s)" under a header with the old counts.
+    session = _forked("more please")
+    viewer = SlotDiffViewer(session, "main", "alt", watch=0.02)
+    try:
+        assert not viewer.merge_button.disabled
+        assert "main</b> (2 messages)" in viewer.header_html.value
+        session.merge_slot_sync("alt", into="main")  # elsewhere: the view is not told
+        assert _until(lambda: viewer.merge_button.disabled)
+        assert viewer.nothing_to_merge and viewer.merge_button.description == "Nothing to merge"
+        assert "main</b> (4 messages)" in viewer.header_html.value
+        assert "agc-right_only" not in viewer.body_html.value
+        assert viewer.preview_merge() is None and not viewer.preview_visible
+        assert "Nothing to merge" in viewer.status_html.value
+        assert "append 0" not in viewer.preview_html.value
+    finally:
+        viewer.close()
+
+
+def test_stale_an_open_preview_closes_when_the_merge_happened_elsewhere() -> None:
+    session = _forked("more please")
+    viewer = SlotDiffViewer(session, "main", "alt", watch=0.02)
+    try:
+        assert viewer.preview_merge() is not None and viewer.preview_visible
+        session.merge_slot_sync("alt", into="main")
+        assert _until(lambda: not viewer.preview_visible)
+        assert viewer.confirm_merge() is None  # nothing left to confirm
+        assert _ids(session, "main") == _ids(session, "alt")
+    finally:
+        viewer.close()
+
+
+def test_stale_a_deleted_slot_makes_the_view_say_it_is_gone() -> None:
+    session = _forked()
+    viewer = SlotDiffViewer(session, "main", "alt", watch=0.02)
+    try:
+        del session.slots["alt"]
+        assert _until(lambda: viewer.gone is not None)
+        assert "Gone:" in viewer.header_html.value and "alt" in viewer.header_html.value
+        assert viewer.merge_button.disabled and viewer.strategy_dropdown.disabled
+    finally:
+        viewer.close()
+    # Closed: the watch stopped (no more redraws of a closed widget).
+    assert viewer._poller is not None and viewer._poller._future.cancelled()
+
+
+def test_replace_preview_keeps_tool_calls() -> None:
+    # The Replace preview used to drop a tool call, showing an empty "assistant" item.
+    session = _session()
+    session.submit_turn_sync("hi")
+    session.fork_slot_sync("alt", switch=True)
+    call = ToolCall(name="transfer", arguments={"to": "u12", "amount": 2}, id="c1")
+    session.slots["alt"].messages.append(AssistantMessage(content=None, tool_calls=[call]))
+    viewer = SlotDiffViewer(session, "main", "alt", watch=None)
+    preview = viewer.preview_merge(MergeStrategy.Replace)
+    assert preview is not None
+    shown = viewer.preview_html.value
+    assert "The new history" in shown
+    assert "⚙ transfer(" in shown and "&quot;amount&quot;: 2" in shown

@@ -258,3 +258,56 @@ def test_cancel_before_the_dispatch_got_going(
     assert monitor.progress.statuses == ["cancelled"] * 3
     assert monitor.counts["cancelled"] == 3 and monitor.cancel_button.disabled
     assert manager.children_sync(lead) == []  # no child was ever created
+
+
+def test_stale_a_failed_child_says_failed_with_its_error_and_replies_are_previewed(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    # The stale case of the issue: a child whose task failed showed as "live" in the tree,
+    # with nothing saying it failed.
+    def broken(_messages: object) -> str:
+        raise ModelError("the backend said no")
+
+    bad = Agent(name="bad", model=ScriptedModel(broken))
+    tasks = [(_worker(reply="fine"), "one"), (bad, "two")]
+    monitor = make_monitor(manager, lead, tasks, DispatchConfig(max_concurrency=2))
+    monitor.results(timeout=30)
+    assert monitor.wait(30)
+    rows = monitor.rows()
+    assert rows[0].reply == "fine: one" and rows[0].error is None
+    assert rows[1].status == "failed" and "the backend said no" in (rows[1].error or "")
+    table = _text(monitor.table_html.value)
+    assert "reply / error" in table and "fine: one" in table and "the backend said no" in table
+    # The embedded tree shows only the dispatch's parent and its children, with the
+    # dispatch's statuses first.
+    tree = monitor.tree_browser
+    assert tree is not None and tree.root == lead
+    statuses = {r["id"]: r["cells"]["status"] for r in tree.tree_table.rows}
+    assert set(statuses) == {lead, rows[0].child_id, rows[1].child_id}
+    assert statuses[rows[1].child_id].startswith("failed")
+    assert statuses[rows[0].child_id].startswith("completed")
+    bad_row = next(r for r in tree.tree_table.rows if r["id"] == rows[1].child_id)
+    assert bad_row["tone"] == "error"
+
+
+def test_the_embedded_tree_leaves_out_other_sessions(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    other = manager.create_sync(Agent(name="other", model=ScriptedModel()))
+    monitor = make_monitor(manager, lead, [(_worker(), "one")])
+    assert monitor.wait(30)
+    assert monitor.tree_browser is not None
+    ids = [r["id"] for r in monitor.tree_browser.tree_table.rows]
+    assert lead in ids and other not in ids and len(ids) == 2
+
+
+def test_a_finished_childs_reply_shows_while_the_others_run(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    tasks = [(_worker(reply="fast"), "one"), (_worker("slow", latency=30), "two")]
+    monitor = make_monitor(manager, lead, tasks, DispatchConfig(max_concurrency=2))
+    assert _until(lambda: monitor.rows()[0].reply == "fast: one", timeout=10)
+    assert monitor.outcome == "running" and monitor.rows()[1].reply is None
+    assert "fast: one" in _text(monitor.table_html.value)
+    monitor.cancel()
+    assert monitor.wait(30)

@@ -13,8 +13,10 @@ import pytest
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter import GraphExplorer
 from agcore_lab.jupyter._graph_magics import graph_command
-from agcore_lab.jupyter._graph_page import vis_network_js
 from agcore_lab.jupyter._magic_args import CommandError
+from agcore_lab.jupyter.graph import frame as frame_module
+from agcore_lab.jupyter.graph.export import graph_to_pyvis
+from agcore_lab.jupyter.graph.page import vis_network_js
 from agcore_lab.jupyter.magics import AgcoreMagics
 from agcore_lab.kg import GraphEntity, GraphRelation, InMemoryGraph, RelationDirection, SqliteGraph
 from agcore_lab.store.sqlite import SqliteStore
@@ -56,20 +58,23 @@ def test_page_is_offline_and_embeds_vis_network(graph: InMemoryGraph) -> None:
     assert explorer.node_ids == ["ada", "engine", "notes", "evil"]
 
 
-def test_iframe_is_sandboxed_and_escaped(graph: InMemoryGraph) -> None:
-    value = GraphExplorer(graph).frame_html.value
-    assert value.count("<iframe") == 1
-    assert re.findall(r'sandbox="([^"]*)"', value) == ["allow-scripts"]
-    assert "allow-same-origin" not in value
-    srcdoc = re.search(r'srcdoc="([^"]*)"', value)
-    assert srcdoc is not None
-    assert html.unescape(srcdoc.group(1)) == GraphExplorer(graph).page
+def test_iframe_is_sandboxed_and_carries_only_ids_and_the_theme(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph)
+    assert explorer.frame.page == explorer.page  # the page goes into the frame's srcdoc
+    host = (Path(frame_module.__file__).with_name("frame.js")).read_text()
+    assert host.count('setAttribute("sandbox", "allow-scripts")') == 1
+    assert "allow-same-origin" not in host and "innerHTML" not in host
+    assert 'frame.srcdoc = model.get("page")' in host
+    # Out of the frame: only a node id (a string); into it: the theme, colours checked.
+    assert 'message.agc === "node" && typeof message.id === "string"' in host
+    assert "event.source !== frame.contentWindow" in host
+    assert "SAFE_COLOUR.test(value)" in host
 
 
 def test_injection_name_only_escaped(graph: InMemoryGraph) -> None:
     explorer = GraphExplorer(graph, center="evil")
     assert explorer.related[0].entity.id == "ada"
-    for value in (explorer.page, explorer.frame_html.value, explorer.table_html.value):
+    for value in (explorer.page, explorer.frame.page, explorer.table_html.value):
         assert "<img" not in value
     assert "\\u003cimg src=x onerror=alert(1)\\u003e href" in explorer.page
     explorer.show("ada", direction="incoming").wait(10)
@@ -122,10 +127,14 @@ def test_search_depth_and_direction_update_the_table(graph: InMemoryGraph) -> No
 
 
 def test_colours_by_type_and_theme(graph: InMemoryGraph) -> None:
-    light, dark = GraphExplorer(graph), GraphExplorer(graph, theme="dark")
-    assert len(set(light._colours.values())) == 3
-    assert light._colours != dark._colours
-    assert '"background": "#111111"' in dark.page
+    auto, dark = GraphExplorer(graph), GraphExplorer(graph, theme="dark")
+    assert auto.theme == "auto" and '"theme": "auto"' in auto.page
+    assert len({c["light"] for c in auto._colours.values()}) == 3
+    assert len({c["dark"] for c in auto._colours.values()}) == 3
+    assert auto.legend == {t: c["light"] for t, c in auto._colours.items()}
+    assert dark.legend == {t: c["dark"] for t, c in dark._colours.items()}
+    assert sorted(auto.legend) == ["machine", "paper", "person"]
+    assert '"background": "#111111"' in dark.page and '"theme": "dark"' in dark.page
     with pytest.raises(InvalidInputError):
         GraphExplorer(graph, theme="blue")
 
@@ -175,3 +184,95 @@ def test_wait_covers_the_walk_a_search_starts() -> None:
     assert explorer.wait()  # no sleeping: the follow-up walk is covered too
     assert explorer.center == "a"
     assert [item.entity.id for item in explorer.related] == ["b"]
+
+
+def test_stale_no_match_clears_the_old_neighbourhood_and_table(graph: InMemoryGraph) -> None:
+    # The stale case of the issue: after "No entity matches." the explorer kept the old
+    # neighbourhood and table, as if they belonged to the new search.
+    explorer = GraphExplorer(graph, center="ada")
+    assert explorer.wait(10)
+    assert explorer.center == "ada" and explorer.related
+    assert "related to <b>ada</b>" in explorer.table_html.value
+    assert explorer.search("zzz-nothing-like-this").wait(10) and explorer.wait(10)
+    assert "No entity matches." in explorer.status_html.value
+    assert explorer.center is None and explorer.related == [] and explorer.node_ids == []
+    assert "related to" not in explorer.table_html.value
+    assert "No entity matches this search" in explorer.page
+    assert explorer.results_dropdown.options == ()
+
+
+def test_a_click_on_a_node_recentres_and_calls_back(graph: InMemoryGraph) -> None:
+    explorer = GraphExplorer(graph)
+    seen: list[str] = []
+    explorer.on_node_click(seen.append)
+    # What frame.js does when a node is clicked in the frame:
+    explorer.frame.clicked = "engine"
+    explorer.frame.clicks += 1
+    assert explorer.wait(10)
+    assert seen == ["engine"] and explorer.center == "engine"
+    assert [r.entity.id for r in explorer.related] == ["notes"]
+    explorer.frame.clicks += 1  # the same node again still counts
+    assert explorer.wait(10) and seen == ["engine", "engine"]
+    assert explorer.click("nowhere") is None and "not drawn" in explorer.error_html.value
+    assert seen == ["engine", "engine"]
+
+
+def test_a_failing_click_callback_is_shown_and_the_view_still_recentres(
+    graph: InMemoryGraph,
+) -> None:
+    explorer = GraphExplorer(graph)
+
+    def broken(_entity: str) -> None:
+        raise RuntimeError("my callback broke")
+
+    explorer.on_node_click(broken)
+    task = explorer.click("ada")
+    assert task is not None and task.wait(10)
+    assert explorer.center == "ada"
+    assert isinstance(explorer.callback_error, RuntimeError)
+    assert str(explorer.callback_error) == "my callback broke"
+
+
+def test_page_has_a_legend_a_seeded_layout_and_posts_clicks(graph: InMemoryGraph) -> None:
+    page = GraphExplorer(graph).page
+    assert 'id="agc-legend"' in page and "drawLegend" in page
+    assert "randomSeed: 7" in page
+    assert 'postMessage({agc: "node", id: String(params.nodes[0])}, "*")' in page
+    assert '"types": [{"type": "machine"' in page
+
+
+def test_to_pyvis_is_a_real_network_of_the_view_with_escaped_labels(
+    graph: InMemoryGraph, tmp_path: Path
+) -> None:
+    from pyvis.network import Network
+
+    explorer = GraphExplorer(graph, center="evil", direction="both")
+    assert explorer.wait(10)
+    net = explorer.to_pyvis()
+    assert isinstance(net, Network)
+    assert sorted(net.get_nodes()) == sorted(explorer.node_ids) == ["ada", "evil"]
+    evil = net.get_node("evil")
+    assert evil["label"] == XSS  # drawn on the canvas: text
+    assert "<img" not in evil["title"]
+    assert "&lt;img src=x onerror=alert(1)&gt; href" in evil["title"]
+    assert evil["size"] == 18 and evil["color"] == explorer._colours["person"]["light"]
+    assert [(e["from"], e["to"]) for e in net.get_edges()] == [("evil", "ada")]
+    out = tmp_path / "graph.html"
+    net.save_graph(str(out))  # the pyvis way
+    page = out.read_text()
+    # No markup from entity text: the title is escaped text, and pyvis's JSON escapes "<".
+    assert "<img src=x" not in page and "</script><" not in page
+    assert "\\u0026lt;img src=x onerror=alert(1)\\u0026gt; href" in page
+    assert "vis-network" in page and "unpkg.com/vis-network" not in page  # inlined
+    assert GraphExplorer(graph, theme="dark").to_pyvis().bgcolor == "#111111"
+
+
+def test_graph_to_pyvis_draws_the_whole_graph_or_refuses_a_huge_one(graph: InMemoryGraph) -> None:
+    net = graph_to_pyvis(graph)
+    assert sorted(net.get_nodes()) == ["ada", "engine", "evil", "notes"]
+    assert len(net.get_edges()) == 3
+    assert all("<" not in n["title"] for n in net.nodes)
+    with pytest.raises(InvalidInputError, match="more than max_nodes=2"):
+        graph_to_pyvis(graph, max_nodes=2)
+    with pytest.raises(InvalidInputError, match="theme"):
+        graph_to_pyvis(graph, theme="blue")

@@ -225,15 +225,114 @@ def test_reloader_folds_requests_into_one_more_load() -> None:
         return len(loads)
 
     reloader = Reloader(load, on_loaded=seen.append, on_error=print)
-    assert reloader.request() is not None
+    assert reloader.request() is True
+    deadline = time.monotonic() + 5
+    while not loads and time.monotonic() < deadline:  # the load has started (and waits)
+        time.sleep(0.005)
     for _ in range(5):
-        assert reloader.request() is None
+        assert reloader.request() is False
     assert reloader.busy
     gate.set()
     assert reloader.wait(5)
     assert len(loads) == 2 and seen == [1, 2]
     reloader.stop()
-    assert reloader.request() is None and not reloader.busy
+    assert reloader.request() is False and not reloader.busy
+
+
+def test_reloader_coalesces_a_burst_from_many_threads_into_few_loads() -> None:
+    # 8 threads x 200 events in a burst: at most one load per interval, and the last load
+    # starts after the last request (the view ends on fresh data).
+    loads: list[float] = []
+    requested_last = [0.0]
+
+    async def load() -> int:
+        loads.append(time.monotonic())
+        return len(loads)
+
+    reloader = Reloader(load, on_loaded=lambda _: None, on_error=print, interval=0.1)
+
+    def burst() -> None:
+        for _ in range(200):
+            reloader.request()
+            requested_last[0] = max(requested_last[0], time.monotonic())
+
+    threads = [threading.Thread(target=burst) for _ in range(8)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    burst_time = time.monotonic() - start
+    assert reloader.wait(5)
+    assert 1 <= len(loads) <= 2 + int(burst_time / 0.1)
+    assert loads[-1] >= requested_last[0] - 0.001
+    gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
+    assert all(gap >= 0.095 for gap in gaps)
+
+
+def test_a_listener_returns_at_once_even_when_a_load_is_slow(
+    manager: SessionManager, sid: str
+) -> None:
+    # A view's listener must never wait for its load (it runs inside the turn).
+    view = CheckpointTimeline(manager, sid)
+    try:
+        gate = threading.Event()
+        original = view._load
+
+        async def slow() -> object:
+            while not gate.is_set():
+                await asyncio.sleep(0.01)
+            return await original()
+
+        view._loaders[0]._load = slow
+        start = time.perf_counter()
+        for _ in range(100):
+            manager.emit("turn", sid)
+        assert time.perf_counter() - start < 0.05
+        gate.set()
+        assert view.wait(10) and view._loaders[0].loads <= 4
+    finally:
+        view.close()
+
+
+def test_stale_a_destroyed_sessions_timeline_says_so_and_disables_actions(
+    manager: SessionManager, sid: str
+) -> None:
+    # The stale case of the issue: it used to say "live · 5 checkpoints" with Rollback and
+    # Fork enabled.
+    view = CheckpointTimeline(manager, sid)
+    try:
+        view.select(view.checkpoints[1].ckpt_id)
+        view.ask_rollback()
+        assert view.confirm_bar.visible and not view.rollback_button.disabled
+        manager.destroy_sync(sid)
+        assert view.wait(10)
+        assert view.gone
+        header = _text(view.header_html.value)
+        assert "Gone:" in header and "was destroyed" in header and "live" not in header
+        assert view.rollback_button.disabled and view.fork_button.disabled
+        assert not view.confirm_bar.visible  # the question was withdrawn, not run
+        assert "withdrawn" in view.status_html.value
+        assert view.checkpoints == [] and view.ckpt_select.options == ()
+        view.ask_fork()
+        assert "was destroyed" in view.error_html.value and not view.confirm_bar.visible
+    finally:
+        view.close()
+
+
+def test_stale_tree_browser_drops_a_session_destroyed_elsewhere(
+    manager: SessionManager, sid: str
+) -> None:
+    browser = SessionTreeBrowser(manager)
+    try:
+        browser.select(sid)
+        assert not browser.destroy_button.disabled
+        manager.destroy_sync(sid)  # in a cell, not through the browser
+        assert browser.wait(10)
+        assert browser.selected is None and browser.rows == []
+        assert browser.destroy_button.disabled and browser.details_html.value == ""
+    finally:
+        browser.close()
 
 
 def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
@@ -250,3 +349,81 @@ def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
     assert memory.count("<tr>") == 51 and "… and 10 more keys" in memory
     assert "(302 more characters)" in memory  # the JSON string with its quotes, cut at 200
     assert "no checkpoints yet" in render_checkpoint_table([])
+
+
+def test_history_graph_branches_at_a_rollback_and_marks_forks(
+    manager: SessionManager, sid: str
+) -> None:
+    from agcore_lab.jupyter._history_svg import history_svg, lanes_of
+
+    checkpointer = manager.checkpointer
+    before = checkpointer.list_checkpoints_sync(sid)  # turns 3, 2, 1, 0
+    turn1 = next(c for c in before if c.turn_index == 1)
+    turn2 = next(c for c in before if c.turn_index == 2)
+    checkpointer.rollback_sync(sid, turn1.ckpt_id)
+    manager.submit_turn_sync(sid, "again")
+    child = checkpointer.fork_sync(sid, turn2.ckpt_id)
+    view = CheckpointTimeline(manager, sid)
+    try:
+        lanes, lane_of = lanes_of(view.checkpoints)
+        assert len(lanes) == 2
+        assert [c.turn_index for c in lanes[0].points] == [0, 1, 2, 3]
+        assert [(c.turn_index, c.source) for c in lanes[1].points] == [(1, "rollback"), (2, "auto")]
+        assert lanes[1].origin.ckpt_id == turn1.ckpt_id
+        assert lanes[1].label == "↩ rollback to turn 1"
+        assert view.forks == {turn2.ckpt_id: [child]}
+        svg = view.history_html.value
+        assert svg.count("<polyline") == 2 and 'data-lane="1"' in svg
+        assert f'data-children="{child}"' in svg and f"forked into {child}" in svg
+        assert "↩ rollback to turn 1" in svg and ">turn</text>" in svg
+        assert svg.count("<circle") + svg.count("<path") == len(view.checkpoints)
+        view.select(turn1.ckpt_id)
+        assert "agc-pt-selected" in view.history_html.value
+    finally:
+        view.close()
+    assert history_svg([]) == '<div class="agc-status">no checkpoints yet</div>'
+
+
+def test_history_graph_of_ten_thousand_checkpoints_stays_light() -> None:
+    from datetime import UTC, datetime
+
+    from agcore_lab.jupyter._history_svg import MAX_DOTS, history_svg
+    from agcore_lab.store.base import CkptMeta
+
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    metas = []
+    for i in range(10_000):
+        parent = f"c{i - 1:05d}" if i else None
+        if i == 6_000:
+            parent = "c02000"  # a rollback to turn 2000
+        metas.append(
+            CkptMeta(
+                ckpt_id=f"c{i:05d}",
+                session_id="s",
+                parent_ckpt_id=parent,
+                turn_index=i if i < 6_000 else 2_000 + i - 6_000,
+                created_at=stamp,
+                source="rollback" if i == 6_000 else "auto",
+                message_count=2 * i,
+                agent_name="a",
+                current_slot_id="main",
+            )
+        )
+    start = time.perf_counter()
+    svg = history_svg(metas)
+    took = time.perf_counter() - start
+    assert svg.count("<polyline") == 2
+    assert svg.count("<circle") <= MAX_DOTS
+    assert len(svg) < 400_000 and took < 1.0
+
+
+def test_rollback_rows_say_where_they_went(manager: SessionManager, sid: str) -> None:
+    view = CheckpointTimeline(manager, sid)
+    try:
+        view.select(view.checkpoints[2].ckpt_id)  # turn 1
+        view.ask_rollback()
+        assert view.confirm().wait(10) and view.wait(10)
+        newest = view.ckpt_select.options[0][0]
+        assert "rollback" in newest and "↩ to turn 1" in newest
+    finally:
+        view.close()

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agcore_lab import Agent, RuntimeBundle, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab import (
+    Agent,
+    InvalidInputError,
+    RuntimeBundle,
+    ScriptedModel,
+    SessionManager,
+    SqliteStore,
+)
 from agcore_lab.jupyter import SessionTreeBrowser
 from agcore_lab.jupyter._tree_html import flatten, row_text
 from agcore_lab.llm.usage import ModelPrice, PriceTable
@@ -55,7 +62,7 @@ def browser(manager: SessionManager, tree: dict[str, str]) -> Iterator[SessionTr
 
 
 def _labels(view: SessionTreeBrowser) -> list[str]:
-    return [label for label, _ in view.tree_select.options]
+    return [row_text(row, view.status(row.node)) for row in view.page_rows()]
 
 
 def _text(html_value: str) -> str:
@@ -72,12 +79,12 @@ def test_rows_show_the_tree_with_agent_turns_cost_and_status(
         tree["b"],
     ]
     labels = [label.replace("\u00a0", " ") for label in _labels(browser)]
-    assert labels[0].startswith("writer · 2 turns · $0.0")
+    assert labels[0].startswith("writer · 2 turns · <$0.0001 · ")  # no long floats
     assert labels[0].endswith(f"· live · {tree['root']}")
-    assert labels[1].startswith("├─ critic · 0 turns · $0.000000 · live")
+    assert labels[1].startswith("├─ critic · 0 turns · — · live")  # no cost: "—", no $0.000000
     assert labels[2].startswith("│  └─ writer · 0 turns")
     assert labels[3].startswith("└─ writer · 0 turns")
-    assert "$0.000000" not in labels[0]  # the priced model made the root cost something
+    assert "—" not in labels[0]  # the priced model made the root cost something
     header = _text(browser.header_html.value)
     assert "4 sessions · 4 live · 0 stored · 0 orphan" in header
     assert browser.selected is None and browser.details_html.value == ""
@@ -91,7 +98,7 @@ def test_selecting_shows_details_and_live_memory_escaped(
     session = manager.get_sync(tree["a"])
     session.session_memory.set("note", XSS, {"source": "test"})
     session.session_memory.set("facts", {"capital": "Paris"})
-    browser.tree_select.value = tree["a"]  # what a click in the list does
+    browser.tree_table.selected = tree["a"]  # what a click on a row does
     assert browser.wait(10)
     assert browser.selected == tree["a"]
     details = _text(browser.details_html.value)
@@ -138,7 +145,7 @@ def test_destroy_asks_first_cancel_changes_nothing(
     assert browser.confirm_bar.visible
     question = _text(browser.confirm_bar.question_html.value)
     assert f"Destroy session {tree['a']} (critic, 0 turns)?" in question
-    assert "Its 1 child session(s) stay, as orphans." in question
+    assert "Its 1 child session stays, as an orphan." in question
     browser.confirm_bar.cancel_button.click()
     assert not browser.confirm_bar.visible
     assert "nothing changed" in browser.status_html.value
@@ -168,7 +175,7 @@ def test_new_child_with_the_picked_agent_selects_it(
     assert len(kids) == 1
     assert browser.selected == kids[0]
     assert browser.selected_node.agent_name == "critic"
-    assert browser.tree_select.value == kids[0]
+    assert browser.tree_table.selected == kids[0]
     assert f"Created {kids[0]} (critic) under {tree['b']}." in browser.status_html.value
 
 
@@ -232,14 +239,14 @@ def test_large_trees_are_paged(manager: SessionManager) -> None:
     ids = [root] + [manager.create_child_sync(root, writer) for _ in range(119)]
     view = SessionTreeBrowser(manager, page_size=50)
     try:
-        assert view.pages == 3 and len(view.tree_select.options) == 50
+        assert view.pages == 3 and len(view.tree_table.rows) == 50
         assert "page 1 of 3" in view.page_html.value and view.prev_button.disabled
         view.next_button.click()
         view.next_button.click()
-        assert len(view.tree_select.options) == 20 and view.next_button.disabled
+        assert len(view.tree_table.rows) == 20 and view.next_button.disabled
         view.show_page(0)
         view.select(ids[-1])  # jumps to its page
-        assert view.page == 2 and view.tree_select.value == ids[-1]
+        assert view.page == 2 and view.tree_table.selected == ids[-1]
         assert "120 sessions" in view.header_html.value
     finally:
         view.close()
@@ -260,3 +267,109 @@ def test_repr_is_text(browser: SessionTreeBrowser, tree: dict[str, str]) -> None
     browser.select(tree["root"])
     page = browser._repr_html_()
     assert 'class="agc-tree-row agc-selected"' in page and "agc-details" in page
+
+
+def _ids(view: SessionTreeBrowser) -> list[str]:
+    return [row["id"] for row in view.tree_table.rows]
+
+
+def test_search_keeps_matches_with_their_ancestors(
+    browser: SessionTreeBrowser, tree: dict[str, str]
+) -> None:
+    browser.search("critic")  # what typing in the search box does
+    assert _ids(browser) == [tree["root"], tree["a"]]
+    assert "2 matches" in _text(browser.header_html.value)
+    browser.search(tree["a1"][-6:].upper())  # ids match in any case
+    assert _ids(browser) == [tree["root"], tree["a"], tree["a1"]]
+    browser.search("nobody")
+    assert _ids(browser) == [] and browser.tree_table.empty == "No session matches 'nobody'."
+    browser.search("")
+    assert _ids(browser) == [tree["root"], tree["a"], tree["a1"], tree["b"]]
+
+
+def test_collapse_hides_children_and_selecting_a_hidden_one_reveals_it(
+    browser: SessionTreeBrowser, tree: dict[str, str]
+) -> None:
+    first = browser.tree_table.rows[0]
+    assert first["kids"] == 2 and first["open"] and first["depth"] == 0
+    browser.toggle(tree["a"])  # what a click on ▸/▾ does
+    assert _ids(browser) == [tree["root"], tree["a"], tree["b"]]
+    assert browser.tree_table.rows[1]["open"] is False
+    browser.toggle(tree["root"])
+    assert _ids(browser) == [tree["root"]]
+    browser.select(tree["a1"])
+    assert browser.selected == tree["a1"] and browser.tree_table.selected == tree["a1"]
+    assert _ids(browser) == [tree["root"], tree["a"], tree["a1"], tree["b"]]
+
+
+def test_sort_orders_siblings_by_a_column(
+    manager: SessionManager, browser: SessionTreeBrowser, tree: dict[str, str]
+) -> None:
+    manager.submit_turn_sync(tree["b"], "one")
+    manager.submit_turn_sync(tree["b"], "two")
+    assert browser.wait(10)
+    browser.sort("turns", descending=True)  # what clicks on the column head do
+    assert _ids(browser) == [tree["root"], tree["b"], tree["a"], tree["a1"]]
+    assert browser.tree_table.sort_key == "turns" and browser.tree_table.descending
+    browser.sort("")
+    assert _ids(browser) == [tree["root"], tree["a"], tree["a1"], tree["b"]]
+    with pytest.raises(InvalidInputError, match="cannot sort by 'colour'"):
+        browser.sort("colour")
+
+
+def test_rows_carry_columns_and_status_as_colour_and_text(
+    manager: SessionManager, browser: SessionTreeBrowser, tree: dict[str, str]
+) -> None:
+    root = browser.tree_table.rows[0]
+    assert root["cells"]["agent"] == "writer" and root["cells"]["turns"] == "2"
+    assert root["cells"]["status"] == "live" and root["tone"] == "ok"
+    assert set(root["cells"]) == {c["key"] for c in browser.tree_table.columns}
+    manager.destroy_sync(tree["a"])
+    assert browser.wait(10)
+    orphan = next(r for r in browser.tree_table.rows if r["id"] == tree["a1"])
+    assert orphan["cells"]["status"] == "live · orphan" and orphan["tone"] == "warn"
+
+
+def test_waiting_for_approval_is_a_status(manager: SessionManager) -> None:
+    from agcore_lab import Tool, ToolCall
+
+    def transfer(to: str) -> str:
+        """Send.
+
+        Args:
+            to: Whom.
+        """
+        return f"sent to {to}"
+
+    agent = Agent(
+        name="bank",
+        model=ScriptedModel([ToolCall(name="transfer", arguments={"to": "u1"}), "done"]),
+        tools=[Tool.from_function(transfer, requires_approval=True)],
+    )
+    sid = manager.create_sync(agent)
+    view = SessionTreeBrowser(manager)
+    try:
+        manager.submit_turn_sync(sid, "pay")
+        assert view.wait(10)
+        row = next(r for r in view.tree_table.rows if r["id"] == sid)
+        assert row["cells"]["status"] == "waiting for approval · live" and row["tone"] == "wait"
+        assert "1 waiting for approval" in _text(view.header_html.value)
+    finally:
+        view.close()
+
+
+def test_scoped_to_a_root_and_says_when_it_is_gone(
+    manager: SessionManager, tree: dict[str, str]
+) -> None:
+    view = SessionTreeBrowser(manager, root=tree["a"], status_of={tree["a1"]: "failed"}.get)
+    try:
+        assert _ids(view) == [tree["a"], tree["a1"]]
+        assert view.tree_table.rows[0]["depth"] == 0
+        failed = view.tree_table.rows[1]
+        assert failed["cells"]["status"] == "failed · live" and failed["tone"] == "error"
+        manager.destroy_sync(tree["a"])
+        assert view.wait(10)
+        assert view.gone and "Gone:" in view.header_html.value
+        assert _ids(view) == [] and "was destroyed" in view.tree_table.empty
+    finally:
+        view.close()

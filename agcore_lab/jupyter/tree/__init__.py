@@ -1,0 +1,6 @@
+"""The session tree's front-end: an anywidget tree table (``table.py`` + ``tree.js``/``tree.css``).
+
+:class:`~agcore_lab.jupyter.tree.table.TreeTable` draws the rows Python gives it (one page,
+already filtered, sorted and collapsed) and reports clicks back as trait changes; Python decides
+what to show, the browser only how.
+"""
