@@ -54,6 +54,7 @@ from agcore_lab.engine import (
 from agcore_lab.engine.calls import CallNotFoundError
 from agcore_lab.errors import (
     AgcoreError,
+    ConfigurationError,
     ConflictError,
     CorruptRecordError,
     GoneError,
@@ -185,6 +186,7 @@ __all__ = [
     "ChildCreated",
     "CkptMeta",
     "Completed",
+    "ConfigurationError",
     "ConflictError",
     "ContextSlot",
     "CorruptRecordError",

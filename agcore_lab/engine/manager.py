@@ -90,11 +90,11 @@ class SessionManager(ManagerFacades, CallOperations):
     ) -> None:
         if config is not None:
             if auto_checkpoint is not None and auto_checkpoint != config.auto_checkpoint:
-                raise InvalidInputError(
+                raise ConfigurationError(
                     "auto_checkpoint= and config.auto_checkpoint disagree; give one of them"
                 )
             if bundle is not None and config.default_bundle not in (None, bundle):
-                raise InvalidInputError("give either bundle= or config.default_bundle, not both")
+                raise ConfigurationError("give either bundle= or config.default_bundle, not both")
             auto_checkpoint = config.auto_checkpoint
             bundle = bundle or config.default_bundle
         if bundle is not None and store is not None and bundle.store is not store:

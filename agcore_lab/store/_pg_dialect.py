@@ -42,6 +42,7 @@ _UPSERT_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "recent_window",
             "created_at",
             "updated_at",
+            "merge_strategy",
         ),
     ),
 }

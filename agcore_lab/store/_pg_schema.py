@@ -203,7 +203,20 @@ CREATE TABLE call_blobs (
 """)
 
 
-PG_MIGRATIONS: list[Callable[[Any, str], None]] = [_m001_core, _m002_notify, _m003_model_calls]
+def _m004_versioned_state(conn: Any, channel: str) -> None:
+    # Pending calls carry the version of their stored state; slots their merge strategy.
+    conn.execute(
+        f"ALTER TABLE pending_calls ADD COLUMN state_version BIGINT; "
+        f"ALTER TABLE slots ADD COLUMN merge_strategy {_T}"
+    )
+
+
+PG_MIGRATIONS: list[Callable[[Any, str], None]] = [
+    _m001_core,
+    _m002_notify,
+    _m003_model_calls,
+    _m004_versioned_state,
+]
 """The migrations in order; each gets the connection and the schema's notify channel."""
 
 

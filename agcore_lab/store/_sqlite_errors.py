@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agcore_lab.errors import AgcoreError, InvalidInputError, StorageError
+from agcore_lab.errors import AgcoreError, CorruptRecordError, InvalidInputError, StorageError
 
 __all__ = [
     "STORE_VALUE_ERRORS",
@@ -91,17 +91,19 @@ def surrogate_error(exc: UnicodeError) -> InvalidInputError:
 
 @contextmanager
 def decoding(table: str, key: object) -> Iterator[None]:
-    """Turn a JSON / date / validation failure while decoding a row into a StorageError."""
+    """Turn a JSON / date / validation failure while decoding a row into a
+    :class:`~agcore_lab.errors.CorruptRecordError` (a ``StorageError``, and 422 for a service)
+    naming the table and the row."""
     try:
         yield
     except AgcoreError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
-        raise StorageError(
+        raise CorruptRecordError(
             f"a row of table {table!r} is corrupted and cannot be read ({type(exc).__name__}: "
             f"{str(exc)[:200]}); restore the file from a backup or delete that row",
             table=table,
-            key=key,
+            key=str(key),
         ) from exc
 
 

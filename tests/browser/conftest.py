@@ -1,4 +1,4 @@
-"""Fixtures for browser tests: a real JupyterLab server and headless Chromium (see JUPYTER.md).
+"""Fixtures for browser tests: a real JupyterLab server and headless Chromium (see docs/jupyter.md).
 
 - ``jupyter_lab``: one JupyterLab per test session, on loopback, on a free port, with its config,
   settings, workspaces, runtime and IPython dirs under a temporary directory; token and password

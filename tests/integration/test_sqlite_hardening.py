@@ -174,8 +174,10 @@ def test_a_corrupted_checkpoint_row_is_a_storage_error(tmp_path: Path) -> None:
     raw.execute("UPDATE checkpoints SET created_at = 'not a date', slots_json = '[['")
     raw.commit()
     raw.close()
-    with pytest.raises(StorageError, match="'checkpoints' is corrupted"):
+    with pytest.raises(StorageError) as info:  # a CorruptRecordError: also a 422
         SqliteStore(path).list_checkpoints(sid)
+    assert info.value.context["table"] == "checkpoints"
+    assert info.value.to_problem()["status"] == 422  # type: ignore[attr-defined]
 
 
 def test_a_version_5_file_opens_migrates_and_keeps_its_data(tmp_path: Path) -> None:
@@ -193,9 +195,11 @@ def test_a_version_5_file_opens_migrates_and_keeps_its_data(tmp_path: Path) -> N
     sid = manager.create_sync(_agent())
     manager.submit_turn_sync(sid, "one")
     ckpts = manager.checkpointer.list_checkpoints_sync(sid)
+    # The checkpoint-id index is the newest migration: a file from before it has every other.
+    assert MIGRATIONS[-1].__name__ == "_m010_checkpoint_id_index"
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("DROP INDEX checkpoints_ckpt_id")
-    raw.execute("PRAGMA user_version = 5")
+    raw.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
     raw.close()
     store = SqliteStore(path)
     assert store.schema_version == len(MIGRATIONS)

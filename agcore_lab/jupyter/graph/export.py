@@ -1,7 +1,7 @@
 """Knowledge graphs as real :class:`pyvis.network.Network` objects, with text-only labels.
 
 pyvis's own page inserts a node's ``title`` with ``innerHTML`` as soon as any title contains
-``href`` (see JUPYTER.md): every tooltip here is HTML-escaped text, and labels are drawn on
+``href`` (see docs/jupyter.md): every tooltip here is HTML-escaped text, and labels are drawn on
 the canvas, so entity names and descriptions from users and models stay text in a pyvis page
 too. The networks are offline by default (``cdn_resources="in_line"``: vis-network from the
 pyvis package inlined; pyvis still adds its Bootstrap links from a CDN, which only style the

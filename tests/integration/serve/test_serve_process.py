@@ -63,7 +63,7 @@ def test_an_invalid_stored_state_is_422_and_the_server_keeps_serving(served: Ser
         broken = c.post(url, json={"decision": "approve"})
         assert broken.status_code == 422
         assert broken.headers["content-type"].startswith("application/problem+json")
-        assert broken.json()["type"].endswith("/invalid-stored-state")
+        assert broken.json()["type"].endswith("/corrupt-record")
         assert "status" in broken.json()["detail"]
         assert c.get("/health").json() == {"status": "ok"}
         assert c.post("/sessions", json={"agent": "bank"}).status_code == 201

@@ -14,6 +14,7 @@ from agcore_lab import (
     Agent,
     AgentSession,
     Checkpointer,
+    ConfigurationError,
     ConflictError,
     InvalidInputError,
     RuntimeBundle,
@@ -259,11 +260,11 @@ def test_session_manager_config(db: Path, agent: Agent) -> None:
     assert configured.config == SessionManagerConfig(auto_checkpoint=True, default_bundle=bundle)
     # Today's keywords still work, and agree with the config or are refused.
     assert SessionManager(store, auto_checkpoint=False).auto_checkpoint is False
-    with pytest.raises(InvalidInputError, match="disagree"):
+    with pytest.raises(ConfigurationError, match="disagree"):
         SessionManager(
             store, auto_checkpoint=True, config=SessionManagerConfig(auto_checkpoint=False)
         )
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(ConfigurationError):
         SessionManager(SqliteStore(":memory:"), config=SessionManagerConfig(default_bundle=bundle))
     store.close()
 

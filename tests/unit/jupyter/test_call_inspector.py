@@ -88,9 +88,9 @@ def test_marks_an_injected_summary_and_the_focused_cut(manager: SessionManager) 
     agent = Agent(name="sum", model=ScriptedModel(), summary_config=config)
     session_id = manager.create_sync(agent)
     session = manager.get_sync(session_id)
+    session.set_slot_mode_sync("focused", recent_window=2)  # summaries feed Focused slots only
     for i in range(4):
         manager.submit_turn_sync(session_id, f"tell me about item {i} in some detail please")
-    session.current_slot.recent_window = 2
     manager.submit_turn_sync(session_id, "and now?")
     view = CallInspector(manager, session_id)
     try:

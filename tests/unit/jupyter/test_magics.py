@@ -1,4 +1,4 @@
-"""%agcore magics in IPython's headless test shell (see JUPYTER.md)."""
+"""%agcore magics in IPython's headless test shell (see docs/jupyter.md)."""
 
 from __future__ import annotations
 

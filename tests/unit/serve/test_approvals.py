@@ -123,9 +123,9 @@ def test_422_for_an_invalid_stored_state_and_nothing_changes(lab: Lab, client: T
             (call["interrupt_id"],),
         )
     answer = client.post(resume_url(sid, call), json={"decision": "approve"})
-    body = assert_problem(answer, 422, "invalid-stored-state")
+    body = assert_problem(answer, 422, "corrupt-record")
     assert "tool_args" in body["detail"]
-    assert_problem(client.get("/pending"), 422, "invalid-stored-state")
+    assert_problem(client.get("/pending"), 422, "corrupt-record")
     with sqlite3.connect(lab.path) as raw:
         status = raw.execute(
             "SELECT status FROM pending_calls WHERE interrupt_id = ?", (call["interrupt_id"],)
@@ -138,7 +138,7 @@ def test_422_for_stored_json_that_is_not_json(lab: Lab, client: TestClient) -> N
     with sqlite3.connect(lab.path) as raw:
         raw.execute("UPDATE pending_calls SET decision_json = '{broken'")
     body = assert_problem(
-        client.post(resume_url(sid, call), json={"decision": "reject"}), 422, "invalid-stored-state"
+        client.post(resume_url(sid, call), json={"decision": "reject"}), 422, "corrupt-record"
     )
     assert "not valid JSON" in body["detail"]
     assert lab.runs == []

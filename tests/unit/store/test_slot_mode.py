@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import agcore_lab
 from agcore_lab import Agent, AgentSession, ScriptedModel, SqliteStore
-from agcore_lab.agent import slots
-from agcore_lab.engine import snapshot
+from agcore_lab.agent import slots, snapshot
 from agcore_lab.store import base
 from agcore_lab.store.base import SlotMode, SlotRecord
 
