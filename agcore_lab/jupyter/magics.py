@@ -53,6 +53,7 @@ from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
 from agcore_lab.jupyter._approval_magics import ApprovalCommands
 from agcore_lab.jupyter._call_magics import CALLS_HELP, call_commands
+from agcore_lab.jupyter._serve_magics import SERVE_HELP
 from agcore_lab.jupyter._magic_args import CommandError as _CommandError
 from agcore_lab.jupyter._magic_args import command as _command
 from agcore_lab.jupyter._magic_args import parse as _parse
@@ -101,6 +102,7 @@ human approval of tool calls (each takes --manager VAR; ID is an interrupt id, i
 
   %agcore help        this list"""
 HELP += "\n\n" + CALLS_HELP.rstrip()  # the model-call commands (see ._call_magics)
+HELP += "\n\n" + SERVE_HELP.rstrip()  # the HTTP service (see ._serve_magics)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -58,6 +58,7 @@ def create_app(
     from agcore_lab import __version__
     from agcore_lab.serve import (
         routes_approvals,
+        routes_calls,
         routes_checkpoints,
         routes_page,
         routes_sessions,
@@ -88,7 +89,8 @@ def create_app(
         """Liveness: no authentication, no engine call."""
         return {"status": "ok"}
 
-    for module in (routes_sessions, routes_turns, routes_checkpoints, routes_approvals):
+    routers = (routes_sessions, routes_turns, routes_checkpoints, routes_approvals, routes_calls)
+    for module in routers:
         app.include_router(module.router, dependencies=[_document_security(bearer)])
     app.include_router(routes_page.router)
     app.add_middleware(BodyLimit, max_bytes=bounds.max_body_bytes)
