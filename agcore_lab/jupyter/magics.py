@@ -53,11 +53,11 @@ from agcore_lab.agent.slots import MergeStrategy
 from agcore_lab.errors import AgcoreError
 from agcore_lab.jupyter._approval_magics import ApprovalCommands
 from agcore_lab.jupyter._call_magics import CALLS_HELP, call_commands
-from agcore_lab.jupyter._serve_magics import SERVE_HELP
 from agcore_lab.jupyter._magic_args import CommandError as _CommandError
 from agcore_lab.jupyter._magic_args import command as _command
 from agcore_lab.jupyter._magic_args import parse as _parse
 from agcore_lab.jupyter._manager_magics import names_checkpoint
+from agcore_lab.jupyter._serve_magics import SERVE_HELP
 from agcore_lab.llm.scripted import ScriptedModel
 
 __all__ = ["AgcoreMagics", "load_ipython_extension"]
