@@ -37,8 +37,9 @@ def test_a_turn_from_another_kernel_appears_without_refresh(page: Any, jupyter_l
     timeline = page.locator(".jp-OutputArea-output .agc-timeline")
     expect(timeline).to_be_visible(timeout=60_000)
     expect(timeline.locator(".agc-turn")).to_have_text("turn 1")
-    tree_row = page.locator(".agc-tree-browser .agc-tree-list select option").first
-    expect(tree_row).to_contain_text("writer · 1 turn ·", timeout=30_000)
+    tree_row = page.locator(".agc-tree-browser tr.agc-tt-row").first
+    expect(tree_row.locator("td[data-key=agent]")).to_have_text("writer", timeout=30_000)
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("1")
     jupyter_lab.wait_for_idle(page)
 
     # The second kernel: its own store on the same file.
@@ -52,6 +53,6 @@ def test_a_turn_from_another_kernel_appears_without_refresh(page: Any, jupyter_l
 
     expect(timeline.locator(".agc-turn")).to_have_text("turn 2", timeout=15_000)
     expect(timeline.locator(".agc-ckpt-list select option")).to_have_count(3)
-    expect(tree_row).to_contain_text("writer · 2 turns ·", timeout=15_000)
+    expect(tree_row.locator("td[data-key=turns]")).to_have_text("2", timeout=15_000)
     page.screenshot(path=str(jupyter_lab.tmp_dir / "two_kernels.png"))
     assert jupyter_lab.dialogs == []

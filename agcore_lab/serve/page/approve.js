@@ -19,13 +19,41 @@
     return active && rows.contains(active) && active.matches("input, textarea");
   }
 
+  // What was typed in each row and not sent yet, so a refresh never loses it.
+  const BOXES = ["input.reason", "input.outcome", "textarea.edit"];
+
+  function typed() {
+    const kept = new Map();
+    for (const row of rows.querySelectorAll("tr[data-interrupt]")) {
+      const values = [];
+      for (const selector of BOXES) {
+        const box = row.querySelector(selector);
+        if (box && box.value !== box.defaultValue) values.push([selector, box.value]);
+      }
+      if (values.length) kept.set(row.dataset.interrupt, values);
+    }
+    return kept;
+  }
+
+  function restore(kept) {
+    for (const row of rows.querySelectorAll("tr[data-interrupt]")) {
+      for (const [selector, value] of kept.get(row.dataset.interrupt) || []) {
+        const box = row.querySelector(selector);
+        if (box) box.value = value;
+      }
+    }
+  }
+
   async function refresh() {
     if (busy || editing()) return;
     try {
       const answer = await fetch("approve/rows", { credentials: "same-origin" });
       if (answer.status === 401) { window.location.reload(); return; }
       if (!answer.ok) { say("refresh failed: HTTP " + answer.status, "error"); return; }
-      rows.innerHTML = await answer.text(); // server-rendered, escaped HTML
+      const html = await answer.text(); // server-rendered, escaped HTML
+      const kept = typed(); // after the last await: nothing typed can slip in between
+      rows.innerHTML = html;
+      restore(kept);
       tick();
     } catch (err) {
       say("refresh failed: " + err, "error");
