@@ -117,6 +117,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.gone: str | None = None  # why the view's subject is gone, if it is
         self.nothing_to_merge = False
         self._busy = False
+        self._status_for: str | None = None  # the diff an action's status message is about
         self.diff: SlotDiff = session.diff_slots(left_slot, right_slot)
 
         self.style_html = widgets.HTML(style_tag())
@@ -330,7 +331,10 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
                 else:
                     self.preview_merge()
             elif not busy and not self.preview_visible:
-                self.set_status(self.diff.summary())
+                # An action's message (a merge just done) stays until the slots change again.
+                if self.diff.summary() != self._status_for:
+                    self._status_for = None
+                    self.set_status(self.diff.summary())
 
     # -- merging ----------------------------------------------------------------------------
 
@@ -452,6 +456,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             f"Merged {self.right_slot_id!r} into {target.slot_id!r} ({strategy.value}): "
             f"{target.slot_id!r} now has {len(target.messages)} messages."
         )
+        self._status_for = self.diff.summary()
 
     def _merge_failed(self, exc: BaseException) -> None:
         self._set_busy(False)
