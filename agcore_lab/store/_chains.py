@@ -229,13 +229,14 @@ def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRe
     ]
 
 
-_KEEP_SQL = """
-WITH RECURSIVE
+# The nodes of a session (its messages' homes and its links), and the nodes of *other* sessions'
+# chains, slots and checkpoints that point into them: the starting points of what must stay.
+_MINE = """
 mine(node_id) AS (
     SELECT message_id FROM messages WHERE session_id = ?1
     UNION ALL SELECT node_id FROM message_links WHERE session_id = ?1
-),
-keep(node_id) AS (
+)"""
+_SEEDS = """
     SELECT parent_id FROM messages
         WHERE session_id <> ?1 AND parent_id IN (SELECT node_id FROM mine)
     UNION SELECT parent_node_id FROM message_links
@@ -244,8 +245,15 @@ keep(node_id) AS (
         WHERE session_id <> ?1 AND message_id IN (SELECT node_id FROM mine)
     UNION SELECT head_node_id FROM slots
         WHERE session_id <> ?1 AND head_node_id IN (SELECT node_id FROM mine)
-    UNION SELECT json_extract(s.value, '$[0]') FROM checkpoints c, json_each(c.slots_json) s
-        WHERE c.session_id <> ?1 AND json_extract(s.value, '$[0]') IN (SELECT node_id FROM mine)
+    UNION SELECT {head} FROM checkpoints c, {each} s
+        WHERE c.session_id <> ?1 AND {head} IN (SELECT node_id FROM mine)"""
+
+_SQLITE_SEEDS = _SEEDS.format(head="json_extract(s.value, '$[0]')", each="json_each(c.slots_json)")
+_PG_SEEDS = _SEEDS.format(head="(s.value->>0)", each="jsonb_each(c.slots_json::jsonb)")
+
+_KEEP_SQL = f"""
+WITH RECURSIVE{_MINE},
+keep(node_id) AS ({_SQLITE_SEEDS}
     UNION SELECT m.parent_id FROM keep k JOIN messages m ON m.message_id = k.node_id
         WHERE m.parent_id IS NOT NULL
     UNION SELECT l.parent_node_id FROM keep k JOIN message_links l ON l.node_id = k.node_id
@@ -255,25 +263,10 @@ keep(node_id) AS (
 SELECT node_id FROM keep
 """
 
-
 # PostgreSQL allows one recursive term only: the three ways up a chain in a LATERAL join.
-_KEEP_SQL_PG = """
-WITH RECURSIVE
-mine(node_id) AS (
-    SELECT message_id FROM messages WHERE session_id = ?1
-    UNION ALL SELECT node_id FROM message_links WHERE session_id = ?1
-),
-seeds(node_id) AS (
-    SELECT parent_id FROM messages
-        WHERE session_id <> ?1 AND parent_id IN (SELECT node_id FROM mine)
-    UNION SELECT parent_node_id FROM message_links
-        WHERE session_id <> ?1 AND parent_node_id IN (SELECT node_id FROM mine)
-    UNION SELECT message_id FROM message_links
-        WHERE session_id <> ?1 AND message_id IN (SELECT node_id FROM mine)
-    UNION SELECT head_node_id FROM slots
-        WHERE session_id <> ?1 AND head_node_id IN (SELECT node_id FROM mine)
-    UNION SELECT (s.value->>0) FROM checkpoints c, jsonb_each(c.slots_json::jsonb) s
-        WHERE c.session_id <> ?1 AND (s.value->>0) IN (SELECT node_id FROM mine)
+_KEEP_SQL_PG = f"""
+WITH RECURSIVE{_MINE},
+seeds(node_id) AS ({_PG_SEEDS}
 ),
 keep(node_id) AS (
     SELECT node_id FROM seeds
