@@ -46,6 +46,13 @@ __all__ = ["AgentNotFoundError", "SessionManager"]
 logger = logging.getLogger("agcore_lab")
 
 
+def _check_session_id(session_id: object) -> None:
+    if not isinstance(session_id, str):
+        raise InvalidInputError(
+            f"a session id is a string (such as 'ses_1hv8...'), got {type(session_id).__name__}"
+        )
+
+
 class SessionManager(ManagerFacades, CallOperations):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
@@ -213,6 +220,7 @@ class SessionManager(ManagerFacades, CallOperations):
 
     def live(self, session_id: str) -> AgentSession | None:
         """The live session ``session_id`` of this manager, or ``None``."""
+        _check_session_id(session_id)
         with self._map_lock:
             return self._live.get(session_id)
 
@@ -223,6 +231,7 @@ class SessionManager(ManagerFacades, CallOperations):
 
     def require_stored(self, session_id: str) -> SessionRecord:
         """The stored record, or ``SessionNotFoundError``."""
+        _check_session_id(session_id)
         record = self.store.get_session(session_id)
         if record is None:
             raise SessionNotFoundError("no such session in the store", session_id=session_id)
@@ -298,6 +307,7 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: Not live here (if it is stored, ``recover`` rebuilds it).
         """
+        _check_session_id(session_id)
         with self._map_lock:
             session = self._live.get(session_id)
         if session is None:
@@ -311,6 +321,7 @@ class SessionManager(ManagerFacades, CallOperations):
 
     async def get_or_recover(self, session_id: str) -> AgentSession:
         """The live session, recovering it from the store when it is not live."""
+        _check_session_id(session_id)
         with self._map_lock:
             session = self._live.get(session_id)
         return session if session is not None else await self.recover(session_id)

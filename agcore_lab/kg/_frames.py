@@ -92,6 +92,12 @@ def parse_triples(triples: pd.DataFrame) -> list[Triple]:
         InvalidInputError: A column is missing, or a row has an empty id or a bad weight
             (the message names the row).
     """
+    if not hasattr(triples, "columns"):
+        raise InvalidInputError(
+            f"triples must be a pandas DataFrame with columns source, relation, target "
+            f"(and optionally weight), got {type(triples).__name__}; "
+            "pd.DataFrame(rows, columns=[...]) makes one"
+        )
     missing = [c for c in ("source", "relation", "target") if c not in triples.columns]
     if missing:
         raise InvalidInputError(

@@ -166,6 +166,11 @@ class InMemoryGraph:
     # -- checks -----------------------------------------------------------------------------
 
     def _check_tags(self, entity: GraphEntity) -> None:
+        if not isinstance(entity, GraphEntity):
+            raise InvalidInputError(
+                f"expected a GraphEntity, got {type(entity).__name__}; make one with "
+                "GraphEntity(id=..., name=..., entity_type=...)"
+            )
         limit = self.tag_constraints.max_tags_per_entity
         if len(entity.tags) > limit:
             raise InvalidInputError(
@@ -221,6 +226,11 @@ class InMemoryGraph:
         Raises:
             EntityNotFoundError: ``source`` or ``target`` is not in the graph (it names which).
         """
+        if not isinstance(relation, GraphRelation):
+            raise InvalidInputError(
+                f"expected a GraphRelation, got {type(relation).__name__}; make one with "
+                "GraphRelation(source=..., relation_type=..., target=...)"
+            )
         with self._lock:
             self._require(relation.source, "relation source")
             self._require(relation.target, "relation target")

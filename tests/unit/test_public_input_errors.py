@@ -124,3 +124,21 @@ def _session() -> AgentSession:
 def test_misuse_of_the_public_api_is_an_invalid_input_error(call: Callable[[], Any]) -> None:
     with pytest.raises(InvalidInputError):
         call()
+
+
+def test_knowledge_graph_misuse_and_session_ids_that_are_not_strings_are_typed() -> None:
+    from agcore_lab import InMemoryGraph, SessionManager, from_triples
+
+    graph = InMemoryGraph()
+    with pytest.raises(InvalidInputError, match="expected a GraphEntity"):
+        graph.add_entity_sync("ada")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="expected a GraphRelation"):
+        graph.add_relation_sync("knows")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="pandas DataFrame"):
+        from_triples([("a", "knows", "b")])  # type: ignore[arg-type]
+    manager = SessionManager()
+    for wrong in (["ses"], {"a": 1}, 3):
+        with pytest.raises(InvalidInputError, match="a session id is a string"):
+            manager.get_sync(wrong)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="a session id is a string"):
+            manager.submit_turn_sync(wrong, "hi")  # type: ignore[arg-type]
