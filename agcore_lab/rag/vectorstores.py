@@ -306,6 +306,15 @@ class InMemoryVectorStore:
         with self._lock:
             return [self._doc(self._index[i]) for i in wanted if i in self._index]
 
+    def vectors(self, ids: Iterable[str] | None = None) -> NDArray[np.float32]:
+        """A copy of the stored (unit-length) vectors of ``ids`` in that order — unknown ids
+        are skipped — or of every document in insertion order."""
+        with self._lock:
+            if ids is None:
+                return self._matrix[: len(self._ids)].copy()
+            rows = [self._index[i] for i in id_list(ids) if i in self._index]
+            return self._matrix[rows].copy()
+
     def ids(self, filter: MetadataFilter | None = None) -> list[str]:
         """The stored ids (those matching ``filter``), in insertion order."""
         check_filter(filter)

@@ -190,7 +190,7 @@ def test_a_file_from_before_blocks_opens_with_every_vector(tmp_path: Path) -> No
         opened = SqliteVectorStore(store, name)
         assert opened.ids() == [f"{name}-{i}" for i in range(len(vectors))]
         unit = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-        assert np.array_equal(opened._matrix[: len(opened)], unit)
+        assert np.array_equal(opened.vectors(), unit)
         assert opened.get([f"{name}-3"])[0].metadata == {"source_id": "s0", "chunk_index": 3}
         hit = opened.search(vectors[4], k=1)[0]
         assert hit.document.id == f"{name}-4" and hit.score == pytest.approx(1.0, abs=1e-5)
@@ -208,7 +208,7 @@ def test_a_file_from_before_blocks_opens_with_every_vector(tmp_path: Path) -> No
     docs.add([Document(id="new", content="n")], rng.standard_normal((1, 384)), replace=["docs-7"])
     again = SqliteVectorStore(SqliteStore(path), "docs")
     assert again.ids() == docs.ids() and again.ids()[-1] == "new" and len(again) == 298
-    assert np.array_equal(again._matrix[: len(again)], docs._matrix[: len(docs)])
+    assert np.array_equal(again.vectors(), docs.vectors())
 
 
 def test_blocks_stay_few_and_in_order_through_small_adds_and_removals(tmp_path: Path) -> None:
@@ -225,11 +225,11 @@ def test_blocks_stay_few_and_in_order_through_small_adds_and_removals(tmp_path: 
     store.add([Document(id="x", content="x")], rng.standard_normal((1, 64)), replace=["d1"])
     reopened = SqliteVectorStore(SqliteStore(path), "b")
     assert reopened.ids() == store.ids()
-    assert np.array_equal(reopened._matrix[: len(reopened)], store._matrix[: len(store)])
+    assert np.array_equal(reopened.vectors(), store.vectors())
     frame = db.read_dataframe("select doc_id, embedding from vectors where namespace = 'b'")
     by_id = dict(zip(frame["doc_id"], frame["embedding"], strict=True))
     for row, doc_id in enumerate(store.ids()):
-        assert np.array_equal(np.frombuffer(by_id[doc_id], "<f4"), store._matrix[row])
+        assert np.array_equal(np.frombuffer(by_id[doc_id], "<f4"), store.vectors()[row])
 
 
 def test_a_bulk_add_leaves_no_big_write_ahead_log(tmp_path: Path) -> None:

@@ -315,8 +315,6 @@ def test_tree_and_timeline_display_views(ip: Any, magics: AgcoreMagics) -> None:
     other = manager.create_sync(manager.agents["writer"])
     text = _widget(line(ip, f"timeline {other}"))
     assert text.startswith(f"CheckpointTimeline('{other}', 1 checkpoints, turn=0")
-    for listener in list(manager._listeners):  # the displayed views follow the manager
-        manager._listeners.remove(listener)
 
 
 def test_checkpoint_rollback_and_fork(ip: Any, magics: AgcoreMagics) -> None:
@@ -542,8 +540,6 @@ def test_approvals_panel(ip: Any, magics: AgcoreMagics) -> None:
     ip.user_ns["manager"] = manager
     text = _widget(line(ip, "approvals --panel"))
     assert text == "ApprovalPanel(1 waiting, 0 decided)"
-    for listener in list(manager._listeners):  # the displayed panel follows the manager
-        manager._listeners.remove(listener)
 
 
 @pytest.mark.parametrize(

@@ -213,7 +213,8 @@ def test_engine_errors_show_inline(
     browser.select(tree["b"])
     manager.destroy_sync(tree["b"])  # gone behind the view's back, before it reloads
     browser.selected = tree["b"]
-    task = browser._destroy(tree["b"])
+    browser.ask_destroy()
+    task = browser.confirm_destroy()
     assert task is not None and task.wait(10) and browser.wait(10)
     assert browser.last_error is not None
     assert "agcore: no such session in the store" in browser.error_html.value

@@ -306,6 +306,18 @@ def test_add_leaves_the_callers_array_as_it_was_and_stores_unit_rows() -> None:
     assert store.ids() == ["a", "c", "d", "e", "f", "g"]
     expected = np.vstack([kept[[0, 2]], second[:4]])
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
-    assert np.allclose(store._matrix[:6], expected, atol=1e-6)
+    assert np.allclose(store.vectors(), expected, atol=1e-6)
     hit = store.search(second[1], k=1)[0]
     assert hit.document.id == "e" and hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_vectors_returns_the_stored_unit_vectors_by_id() -> None:
+    store = InMemoryVectorStore()
+    raw = np.array([[3.0, 4.0], [0.0, 2.0]], dtype=np.float32)
+    store.add(_docs("a", "b"), raw)
+    assert np.allclose(store.vectors(), [[0.6, 0.8], [0.0, 1.0]])
+    assert np.allclose(store.vectors(["b", "nope", "a"]), [[0.0, 1.0], [0.6, 0.8]])
+    assert np.allclose(store.vectors("a"), [[0.6, 0.8]])  # a bare string is one id
+    copy = store.vectors()
+    copy[0] = 0
+    assert np.allclose(store.vectors("a"), [[0.6, 0.8]])  # a copy: the store is untouched
