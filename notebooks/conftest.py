@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nbformat import from_dict
-from nbval.plugin import IPyNbCell
+from nbval.plugin import IPyNbCell  # type: ignore[import-untyped]
 
 _compare_outputs = IPyNbCell.compare_outputs
 
@@ -21,7 +21,7 @@ def _without_dataframe_html(output: Any) -> Any:
     if html is None or 'class="dataframe' not in "".join(html):
         return output
     data = {key: value for key, value in output["data"].items() if key != "text/html"}
-    return from_dict({**output, "data": data})
+    return from_dict({**output, "data": data})  # type: ignore[no-untyped-call]
 
 
 def _compare_without_dataframe_html(
@@ -32,4 +32,4 @@ def _compare_without_dataframe_html(
     return bool(_compare_outputs(self, test, ref, skip_compare))
 
 
-IPyNbCell.compare_outputs = _compare_without_dataframe_html  # type: ignore[method-assign]
+IPyNbCell.compare_outputs = _compare_without_dataframe_html
