@@ -30,5 +30,5 @@ fi
 
 echo "== pytest: tests/, notebooks/ (nbval) and docstring examples"
 python -m pytest tests notebooks agcore_lab --doctest-modules --ignore=agcore_lab/__main__.py \
-  --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
+  --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   -p no:cacheprovider "$@"
