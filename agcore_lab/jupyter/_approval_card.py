@@ -4,8 +4,8 @@ A card shows what it is given (:meth:`CallCard.show`) and holds the text a perso
 edited arguments, the reason for a rejection, what happened to an in-doubt call) and whether it
 is selected across reloads; the panel owns the data and wires the buttons to its own methods.
 
-Compact: the selection box, the head and the time left share the first line, the arguments
-(one line when short) and the buttons the second; the turn that led to the call is folded
+Compact: the selection box and the head share the first line; the arguments (one line when
+short), the time left and the buttons the second; the turn that led to the call is folded
 under them, and an HTML part with nothing to show is hidden, not left as an empty line.
 """
 
@@ -97,9 +97,9 @@ class CallCard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         )
         self.note_html = widgets.HTML()
         self.outcome_html = widgets.HTML()
-        top = widgets.HBox([self.select_box, self.head_html, self.time_html])
+        top = widgets.HBox([self.select_box, self.head_html])
         top.add_class("agc-call-top")
-        body = widgets.HBox([self.args_html, self.actions])
+        body = widgets.HBox([self.args_html, self.time_html, self.actions])
         body.add_class("agc-call-body")
         super().__init__(
             [

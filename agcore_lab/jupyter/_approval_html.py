@@ -53,14 +53,16 @@ APPROVAL_STYLE = """<style>
 .agc-view .agc-call .agc-call-body { align-items: flex-start; }
 .agc-view .agc-call .agc-call-body > .widget-html { flex: 1 1 auto; min-width: 0; }
 .agc-view .agc-call .agc-call-body > .widget-hbox { flex: none; }
+.agc-view .agc-call .agc-call-body > .widget-html + .widget-html { flex: none; }
+.agc-view .agc-call .agc-time-left { white-space: nowrap; }
 .agc-view .agc-doubt {
   padding: 2px 6px;
   color: var(--jp-ui-font-color1, #1f1f1f);
   background: color-mix(in srgb, var(--jp-error-color2, #ef9a9a) 35%, transparent);
   border-left: 3px solid var(--jp-error-color1, #c62828);
 }
-.agc-view .agc-doubt b { color: var(--jp-error-color1, #c62828); }
-.agc-view .agc-badge-doubt { background: var(--jp-error-color1, #c62828); }
+.agc-view .agc-doubt b { color: var(--jp-ui-font-color0, #000); }
+.agc-view .agc-badge.agc-badge-doubt { background: var(--jp-error-color1, #c62828); }
 .agc-view .agc-outcome-settled { border-left-color: var(--jp-brand-color1, #1976d2); }
 .agc-view details.agc-turn > summary { cursor: pointer; }
 .agc-view .agc-turn-rows { display: flex; flex-direction: column; gap: 2px; margin: 2px 0; }
@@ -171,7 +173,9 @@ def render_call_head(call: PendingToolCall) -> str:
         f'<div class="agc-call-head"><b class="agc-tool">{escape(call.tool_name)}</b> '
         f"{badge(call.status)}{doubt} · session <code>{escape(call.session_id)}</code> · "
         f'<span class="agc-meta">run {escape(call.run_id)} · interrupt '
-        f"<code>{escape(call.interrupt_id)}</code> · asked {full_time(call.created_at)} UTC"
+        f"<code>{escape(call.interrupt_id)}</code> · "
+        f'<span title="{full_time(call.created_at)} UTC">'
+        f"asked {call.created_at:%H:%M:%S}</span>"
         "</span></div>"
     )
 

@@ -155,9 +155,9 @@ def test_cards_are_compact(bank: Bank, manager: SessionManager, make_panel: Any)
     panel = make_panel(manager)
     card = panel.card(call.interrupt_id)
     top, body = card.children[0], card.children[3]
-    # Selection box, head and time left share one line; arguments and buttons the next.
-    assert list(top.children) == [card.select_box, card.head_html, card.time_html]
-    assert list(body.children) == [card.args_html, card.actions]
+    # Selection box and head share one line; arguments, time left and buttons the next.
+    assert list(top.children) == [card.select_box, card.head_html]
+    assert list(body.children) == [card.args_html, card.time_html, card.actions]
     # Short arguments: one line of JSON.
     assert 'class="agc-args agc-args-inline"' in card.args_html.value
     assert "\n" not in _text(card.args_html.value)
