@@ -308,6 +308,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         an open preview.
         """
         with self._lock:
+            before = self.diff.summary() if self.gone is None else None
             try:
                 self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
             except SlotNotFoundError as exc:
@@ -329,7 +330,9 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
                     self.set_status(f"Nothing to merge: {self.diff.summary()}")
                 else:
                     self.preview_merge()
-            elif not busy and not self.preview_visible:
+            elif not busy and not self.preview_visible and self.diff.summary() != before:
+                # Only news replace the status line: a reload that finds what was shown
+                # already keeps the outcome of the last action ("Merged ...") readable.
                 self.set_status(self.diff.summary())
 
     # -- merging ----------------------------------------------------------------------------

@@ -207,6 +207,13 @@ def test_confirm_merges_in_the_background_and_refreshes() -> None:
     # Nothing is left to merge: the button says so and stays disabled.
     assert viewer.merge_button.disabled and viewer.nothing_to_merge
     assert viewer.merge_button.description == "Nothing to merge"
+    # A reload that finds nothing new (the view's own poller) keeps the outcome readable.
+    viewer.refresh()
+    assert "now has 4 messages" in viewer.status_html.value
+    session.switch_slot_sync("main")
+    session.submit_turn_sync("and then?")  # news: the summary replaces it
+    viewer.refresh()
+    assert "2 only left" in viewer.status_html.value  # the turn and its reply
 
 
 def test_confirm_uses_the_previewed_strategy() -> None:
