@@ -254,3 +254,15 @@ def test_approve_all_refuses_a_call_that_does_not_wait(
     assert "int_nope" in _text(panel.error_html.value) and bank.runs == []
     assert panel.approve_all() is None  # nothing selected
     assert "Nothing selected" in _text(panel.status_html.value)
+
+
+def test_a_call_that_turns_in_doubt_later_is_found_by_the_countdown(
+    bank: Bank, manager: SessionManager, make_panel: Any
+) -> None:
+    call = bank.ask()
+    panel = make_panel(manager, tick=0.05)
+    assert [c.interrupt_id for c in panel.pending] == [call.interrupt_id]
+    _in_doubt(manager, call)  # straight in the store: no manager event tells the panel
+    assert _until(lambda: [c.interrupt_id for c in panel.in_doubt] == [call.interrupt_id])
+    assert panel.pending == []
+    assert "in doubt" in _text(panel._repr_html_())  # the static fallback says so too
