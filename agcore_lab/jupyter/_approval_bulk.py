@@ -202,6 +202,7 @@ class BulkDecisions:
         def done(outcomes: list[ApprovalOutcome]) -> None:
             for outcome in outcomes:
                 self._record(outcome)
+            self.bulk.select_all.value = False  # calls listed later start unticked
             went = sum(o.kind in ("executed", "rejected") for o in outcomes)
             failed = [o.text for o in outcomes if o.kind not in ("executed", "rejected")]
             tail = f"; {len(failed)} did not: {failed[0]}" if failed else ""
