@@ -52,6 +52,10 @@ class CallBook:
         """Whether a decision can still be made on ``call``."""
         return call.status == _PENDING and call.interrupt_id not in self.outcomes
 
+    def doubts(self, call: PendingToolCall) -> bool:
+        """Whether ``call`` is in doubt (approved, its executor died) and not settled here."""
+        return call.in_doubt and call.interrupt_id not in self.outcomes
+
     def stopped_waiting(self, listed: set[str]) -> list[PendingToolCall]:
         """Calls shown as waiting (or running) that the latest listing no longer has: their
         stored state is read again until it is final, so a card shows what actually ran."""

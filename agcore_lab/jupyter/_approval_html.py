@@ -28,12 +28,14 @@ __all__ = [
     "render_arguments",
     "render_call_head",
     "render_calls_table",
+    "render_doubt",
     "render_outcome",
     "render_time_left",
     "render_warning",
 ]
 
 MAX_ARGS_CHARS = 4000
+INLINE_ARGS_CHARS = 100  # arguments whose one-line JSON is this short take one line
 
 APPROVAL_STYLE = """<style>
 .agc-view .agc-call {
@@ -44,6 +46,27 @@ APPROVAL_STYLE = """<style>
   margin: 4px 0;
 }
 .agc-view .agc-call.agc-call-done { border-left-color: var(--jp-border-color1, #bdbdbd); }
+.agc-view .agc-call.agc-call-doubt { border-left: 4px solid var(--jp-error-color1, #c62828); }
+.agc-view .agc-call > .widget-hbox, .agc-view .agc-call > .widget-html { margin: 1px 0; }
+.agc-view .agc-call .agc-call-top { align-items: center; }
+.agc-view .agc-call .agc-call-top .widget-checkbox { width: 22px; flex: none; }
+.agc-view .agc-call .agc-call-body { align-items: flex-start; }
+.agc-view .agc-call .agc-call-body > .widget-html { flex: 1 1 auto; min-width: 0; }
+.agc-view .agc-call .agc-call-body > .widget-hbox { flex: none; }
+.agc-view .agc-call .agc-call-body > .widget-html + .widget-html { flex: none; }
+.agc-view .agc-call .agc-time-left { white-space: nowrap; }
+.agc-view .agc-doubt {
+  padding: 2px 6px;
+  color: var(--jp-ui-font-color1, #1f1f1f);
+  background: color-mix(in srgb, var(--jp-error-color2, #ef9a9a) 35%, transparent);
+  border-left: 3px solid var(--jp-error-color1, #c62828);
+}
+.agc-view .agc-doubt b { color: var(--jp-ui-font-color0, #000); }
+.agc-view .agc-badge.agc-badge-doubt { background: var(--jp-error-color1, #c62828); }
+.agc-view .agc-outcome-settled { border-left-color: var(--jp-brand-color1, #1976d2); }
+.agc-view details.agc-turn > summary { cursor: pointer; }
+.agc-view .agc-turn-rows { display: flex; flex-direction: column; gap: 2px; margin: 2px 0; }
+.agc-view .agc-bulk { align-items: center; }
 .agc-view pre.agc-args, .agc-view pre.agc-result {
   margin: 2px 0;
   padding: 3px 6px;
@@ -105,6 +128,9 @@ def arguments_json(arguments: object) -> str:
 
 
 def _args_pre(arguments: Any, css: str = "agc-args") -> str:
+    line = json.dumps(arguments, ensure_ascii=False, default=str)
+    if len(line) <= INLINE_ARGS_CHARS:  # compact: short arguments on one line
+        return f'<pre class="{css} agc-args-inline">{escape(line)}</pre>'
     text = arguments_json(arguments)
     if len(text) > MAX_ARGS_CHARS:
         text = text[:MAX_ARGS_CHARS] + f"\n… ({len(text) - MAX_ARGS_CHARS} more characters)"
@@ -141,12 +167,15 @@ def badge(status: str) -> str:
 
 
 def render_call_head(call: PendingToolCall) -> str:
-    """Tool, status, session, run and interrupt of one call."""
+    """Tool, status, session, run and interrupt of one call (an in-doubt call is badged so)."""
+    doubt = ' <span class="agc-badge agc-badge-doubt">in doubt</span>' if call.in_doubt else ""
     return (
         f'<div class="agc-call-head"><b class="agc-tool">{escape(call.tool_name)}</b> '
-        f"{badge(call.status)} · session <code>{escape(call.session_id)}</code> · "
+        f"{badge(call.status)}{doubt} · session <code>{escape(call.session_id)}</code> · "
         f'<span class="agc-meta">run {escape(call.run_id)} · interrupt '
-        f"<code>{escape(call.interrupt_id)}</code> · asked {full_time(call.created_at)} UTC"
+        f"<code>{escape(call.interrupt_id)}</code> · "
+        f'<span title="{full_time(call.created_at)} UTC">'
+        f"asked {call.created_at:%H:%M:%S}</span>"
         "</span></div>"
     )
 
@@ -181,6 +210,23 @@ def render_warning(call: PendingToolCall) -> str:
         '<div class="agc-warning">⚠ This call already ran once, before a rollback (as '
         f"{escape(original)}). Approving runs the tool again — you will be asked to confirm."
         "</div>"
+    )
+
+
+def render_doubt(call: PendingToolCall) -> str:
+    """The line of an in-doubt call: its executor stopped while the tool ran, and who that was."""
+    if not call.in_doubt:
+        return ""
+    who = escape(call.executor or "an unknown process")
+    since = (
+        f" (its lease ran out at {full_time(call.executor_expires_at)} UTC)"
+        if call.executor_expires_at is not None
+        else ""
+    )
+    return (
+        '<div class="agc-doubt"><b>⚠ in doubt: its process stopped while the tool ran</b> · '
+        f"run by <code>{who}</code>{since}. The tool may or may not have run: Settle it with "
+        "what happened, or with an empty box to tell the model the outcome is unknown.</div>"
     )
 
 
@@ -224,7 +270,8 @@ def render_calls_table(
         outcome = outcomes.get(call.interrupt_id)
         rows.append(
             f"<tr><td><b>{escape(call.tool_name)}</b></td><td>{render_arguments(call)}</td>"
-            f"<td><code>{escape(call.session_id)}</code></td><td>{badge(call.status)}</td>"
+            f"<td><code>{escape(call.session_id)}</code></td><td>{badge(call.status)}"
+            f"{' in doubt' if call.in_doubt else ''}</td>"
             f"<td>{render_time_left(call)}</td>"
             f"<td>{escape(outcome.text) if outcome is not None else ''}</td></tr>"
         )

@@ -40,11 +40,20 @@ __all__ = [
     "parse_arguments",
     "resolved_elsewhere",
     "resume_call",
+    "settle_call",
     "time_left",
 ]
 
 OutcomeKind = Literal[
-    "executed", "rejected", "conflict", "expired", "not_found", "invalid", "failed", "resolved"
+    "executed",
+    "rejected",
+    "settled",
+    "conflict",
+    "expired",
+    "not_found",
+    "invalid",
+    "failed",
+    "resolved",
 ]
 MAX_SHOWN = 500  # characters of a tool result or reply in one outcome line
 
@@ -55,8 +64,9 @@ class ApprovalOutcome:
 
     Attributes:
         interrupt_id: The call.
-        kind: ``executed`` (approved, the tool ran), ``rejected``, ``conflict`` (409: another
-            resume won, or a re-run needs confirming), ``expired`` (410), ``not_found`` (404),
+        kind: ``executed`` (approved, the tool ran), ``rejected``, ``settled`` (an in-doubt
+            call resolved by a person), ``conflict`` (409: another resume or settle won, or a
+            re-run needs confirming), ``expired`` (410), ``not_found`` (404),
             ``invalid`` (arguments the tool rejects; the call stays pending), ``failed``
             (another error), ``resolved`` (decided elsewhere, seen on a reload).
         text: One line for people (the status line, the magics).
@@ -231,3 +241,43 @@ async def resume_call(
     except AgcoreError as exc:
         return outcome_of_error(call, exc)
     return outcome_of_result(call, decision, result)
+
+
+def outcome_of_settle(
+    call: PendingToolCall, given: str | None, result: TurnResult
+) -> ApprovalOutcome:
+    """The outcome of a settle that went through: what the model was told, and the reply."""
+    again = result.pending_tool_call
+    waiting = again.interrupt_id if again is not None else None
+    answer = next((m for m in result.tool_results if m.tool_call_id == call.tool_call_id), None)
+    told = answer.content if answer is not None else (given or "")
+    how = "with what happened" if given is not None else "as outcome unknown"
+    title = f"Settled {call.tool_name} {how}"
+    tail = (
+        f"; the turn waits again, for {again.tool_name} ({again.interrupt_id})"
+        if again is not None
+        else f"; reply: {_cut(result.reply)}"
+    )
+    return ApprovalOutcome(
+        call.interrupt_id,
+        "settled",
+        f"{title} → {_cut(told)}{tail}",
+        title,
+        tool_result=told,
+        reply=result.reply,
+        waiting_again=waiting,
+    )
+
+
+async def settle_call(
+    manager: SessionManager, call: PendingToolCall, result: str | None
+) -> ApprovalOutcome:
+    """``manager.settle(...)`` for an in-doubt ``call`` with what a person knows (``None``:
+    the outcome is unknown); engine errors (a 409 when it was settled already or is still
+    running) become outcomes, never raise."""
+    given = result.strip() if result is not None and result.strip() else None
+    try:
+        turn = await manager.settle(call.session_id, call.interrupt_id, result=given)
+    except AgcoreError as exc:
+        return outcome_of_error(call, exc)
+    return outcome_of_settle(call, given, turn)

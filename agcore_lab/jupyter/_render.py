@@ -14,11 +14,21 @@ from agcore_lab.agent.slot_ops import MergePreview
 from agcore_lab.jupyter._common import plural
 from agcore_lab.llm.messages import Message, ToolMessage
 
-__all__ = ["MAX_TEXT_CHARS", "render_diff", "render_header", "render_preview"]
+__all__ = [
+    "COMPACT_CHARS",
+    "MAX_TEXT_CHARS",
+    "is_compact",
+    "render_diff",
+    "render_header",
+    "render_preview",
+]
 
 # One message is cut after this many characters in the view (the data is never cut).
 MAX_TEXT_CHARS = 4000
 MAX_PREVIEW_MESSAGES = 20
+# A message with one line of at most this many characters (and no tool calls, or only one short
+# call and no text) is drawn compactly: role and text on one line.
+COMPACT_CHARS = 120
 _MARK = {"insert": "ins", "delete": "del"}
 
 
@@ -47,7 +57,7 @@ def _text_html(segments: Sequence[Segment]) -> str:
     return "".join(parts)
 
 
-def _meta_html(message: Message, index: int | None) -> str:
+def _meta_bits(message: Message, index: int | None) -> str:
     role = escape(message.role)
     bits = [f'<span class="agc-role agc-role-{role}">{role}</span>']
     if index is not None:
@@ -57,7 +67,20 @@ def _meta_html(message: Message, index: int | None) -> str:
         bits.append(escape(f"{name}→ {message.tool_call_id}"))
         if message.is_error:
             bits.append("<b>error</b>")
-    return f'<div class="agc-meta">{" ".join(bits)}</div>'
+    return " ".join(bits)
+
+
+def _meta_html(message: Message, index: int | None) -> str:
+    return f'<div class="agc-meta">{_meta_bits(message, index)}</div>'
+
+
+def is_compact(message: Message) -> bool:
+    """Whether ``message`` is short enough for one line: role and text side by side."""
+    calls = tool_call_lines(message)
+    text = message.text
+    if calls:
+        return not text and len(calls) == 1 and len(calls[0]) <= COMPACT_CHARS
+    return "\n" not in text and len(text) <= COMPACT_CHARS
 
 
 def _tools_html(message: Message, *, changed: bool = False) -> str:
@@ -78,10 +101,22 @@ def render_message(
     segments: Sequence[Segment] = (),
     tools_changed: bool = False,
 ) -> str:
-    """One message as a grid cell: role label, index, text (with word marks) and tool calls."""
+    """One message as a grid cell: role label, index, text (with word marks) and tool calls.
+
+    A short message (:func:`is_compact`) takes one line: the role label, then its text or its
+    one tool call.
+    """
     text = segments if segments else ((("equal", message.text),) if message.text else ())
     body = _text_html(text)
     tools = _tools_html(message, changed=tools_changed)
+    if is_compact(message):
+        inline = tools.replace('<div class="agc-tools', '<span class="agc-tools', 1)
+        inline = inline[: -len("</div>")] + "</span>" if inline else ""
+        return (
+            f'<div class="agc-cell agc-{kind}" data-kind="{kind}"><div class="agc-line">'
+            f'<span class="agc-meta">{_meta_bits(message, index)}</span> '
+            f'<span class="agc-text">{body}</span>{inline}</div></div>'
+        )
     return (
         f'<div class="agc-cell agc-{kind}" data-kind="{kind}">'
         f'{_meta_html(message, index)}<div class="agc-text">{body}</div>{tools}</div>'
@@ -121,17 +156,24 @@ def _note(text: str, css: str) -> str:
 
 
 def render_header(diff: SlotDiff, left_count: int, right_count: int) -> str:
-    """The line above the grid: the two slots, the fork point and the row counts."""
+    """One summary line above the grid: the two slots with their sizes, then only the row
+    counts that are not zero (``no differences`` when the tails are equal)."""
     c = diff.counts
-    counts = (
-        f"{c['changed']} changed · {c['right_only']} only in {diff.right_slot_id} · "
-        f"{c['left_only']} only in {diff.left_slot_id} · {c['equal']} equal"
-    )
+    parts = [f"{diff.fork_index} shared"] if diff.fork_index else []
+    for count, label in (
+        (c["changed"], "changed"),
+        (c["right_only"], f"only in {diff.right_slot_id}"),
+        (c["left_only"], f"only in {diff.left_slot_id}"),
+        (c["equal"], "equal after the fork"),
+    ):
+        if count:
+            parts.append(f"{count} {label}")
+    if not any(c[k] for k in ("changed", "right_only", "left_only")):
+        parts.append("no differences")
     return (
-        f'<div class="agc-head"><b>{escape(diff.left_slot_id)}</b> ({left_count} messages) '
-        f"⟷ <b>{escape(diff.right_slot_id)}</b> ({right_count} messages) · "
-        f"{diff.fork_index} shared before the fork"
-        f'<span class="agc-count">{escape(counts)}</span></div>'
+        f'<div class="agc-head agc-summary"><b>{escape(diff.left_slot_id)}</b> '
+        f"({left_count} messages) ⟷ <b>{escape(diff.right_slot_id)}</b> "
+        f"({right_count} messages) · {escape(' · '.join(parts))}</div>"
     )
 
 

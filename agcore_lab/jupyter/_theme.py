@@ -36,6 +36,19 @@ STYLE = f"""
 }}
 .agc-view .agc-head {{ margin: 2px 0 6px 0; color: var(--jp-ui-font-color1, #1f1f1f); }}
 .agc-view .agc-head .agc-count {{ margin-left: 8px; color: var(--jp-ui-font-color2, #555); }}
+.agc-view .agc-head.agc-summary {{
+  white-space: nowrap;
+  overflow: hidden;
+  text-overflow: ellipsis;
+}}
+.agc-view .agc-cell .agc-line {{
+  display: flex;
+  align-items: baseline;
+  gap: 6px;
+  min-width: 0;
+}}
+.agc-view .agc-line .agc-meta {{ flex: none; }}
+.agc-view .agc-line .agc-text, .agc-view .agc-line .agc-tools {{ min-width: 0; }}
 .agc-view .agc-grid {{
   display: grid;
   grid-template-columns: minmax(0, 1fr) minmax(0, 1fr);

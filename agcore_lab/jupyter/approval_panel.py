@@ -1,7 +1,8 @@
 """``ApprovalPanel``: tool calls waiting for a person's decision, across a manager's sessions.
 
-A thin view over :meth:`SessionManager.pending_calls` and :meth:`SessionManager.resume`: every
-button runs ``manager.resume(session_id, run_id, interrupt_id, decision)`` on agcore_lab's
+A thin view over :meth:`SessionManager.pending_calls`, :meth:`SessionManager.resume` and
+:meth:`SessionManager.settle`: every button runs ``manager.resume(session_id, run_id,
+interrupt_id, decision)`` (or ``manager.settle(...)`` for an in-doubt call) on agcore_lab's
 background loop, and has a method a user can call in a cell (:meth:`ApprovalPanel.approve`,
 :meth:`~ApprovalPanel.approve_edited`, :meth:`~ApprovalPanel.reject`, ...). The panel follows
 the manager's events — calls decided in a cell, a magic or another view update it at once —
@@ -19,11 +20,18 @@ import ipywidgets as widgets
 
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.aio import submit
-from agcore_lab.errors import InvalidInputError
+from agcore_lab.errors import AgcoreError, InvalidInputError
 from agcore_lab.jupyter._approval_book import CallBook
+from agcore_lab.jupyter._approval_bulk import BulkBar, BulkDecisions
 from agcore_lab.jupyter._approval_card import CallCard
 from agcore_lab.jupyter._approval_html import APPROVAL_STYLE, arguments_json, render_calls_table
-from agcore_lab.jupyter._approval_ops import ApprovalOutcome, parse_arguments, resume_call
+from agcore_lab.jupyter._approval_ops import (
+    ApprovalOutcome,
+    parse_arguments,
+    resume_call,
+    settle_call,
+)
+from agcore_lab.jupyter._approval_turn import render_turn, turn_of_call
 from agcore_lab.jupyter._common import error_line
 from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._tasks import BackgroundTask
@@ -36,10 +44,13 @@ if TYPE_CHECKING:
 
 __all__ = ["ApprovalPanel"]
 
+DOUBT_EVERY = 5
+"""Countdown ticks between reloads that find calls whose executor's lease ran out."""
+
 logger = logging.getLogger("agcore_lab")
 
 
-class ApprovalPanel(ManagerView):
+class ApprovalPanel(ManagerView, BulkDecisions):
     """Pending tool calls of every session in a manager, with Approve / Edit / Reject.
 
     Each call shows its tool, its arguments (escaped JSON), its session, run and interrupt, and
@@ -51,7 +62,15 @@ class ApprovalPanel(ManagerView):
       ``Approve(arguments=...)``. Text that is not a JSON object, or arguments the tool rejects,
       show an error on the call, which keeps waiting;
     - **Reject** — a reason box; **Confirm reject** sends ``Reject(reason=...)`` (the model sees
-      the reason).
+      the reason);
+    - **Approve selected** / **Reject selected** — the same for every ticked call
+      (:meth:`approve_all`, :meth:`reject_all`, :meth:`select`);
+    - **Settle** — on a call *in doubt* (approved, but the process running the tool stopped:
+      it may or may not have run): ``manager.settle(...)`` with what happened, typed in the
+      box, or — box empty — "outcome unknown"; the turn goes on (:meth:`settle`).
+
+    Cards are compact: the tool, status and ids on one line, short arguments on the next
+    beside the buttons, and the conversation turn that led to the call folded under them.
 
     A call restored by a rollback whose original already ran (``previously_executed``) carries
     a warning; approving it asks first and then sends ``Approve(rerun=True)``. A resume that
@@ -101,6 +120,10 @@ class ApprovalPanel(ManagerView):
         super().__init__(manager, page_size=page_size, prev_label="◀ Prev", next_label="Next ▶")
         self.book = CallBook(keep_decided)
         self.cards: dict[str, CallCard] = {}
+        self.turns: dict[str, str] = {}  # the HTML of the turn that led to each call
+        self.bulk = BulkBar()
+        self._wire_bulk()
+        self._ticks = 0
         self.tick = tick
         self._expiry_seen: set[str] = set()
         self.style_html.value = style_tag() + APPROVAL_STYLE
@@ -120,6 +143,7 @@ class ApprovalPanel(ManagerView):
         self.children = [
             self.style_html,
             self.header_html,
+            self.bulk,
             self.confirm_bar,
             self.status_html,
             self.error_html,
@@ -135,23 +159,39 @@ class ApprovalPanel(ManagerView):
 
     # -- loading ------------------------------------------------------------------------------
 
-    async def _load(self) -> tuple[list[PendingToolCall], list[PendingToolCall]]:
+    async def _load(
+        self,
+    ) -> tuple[list[PendingToolCall], list[PendingToolCall], dict[str, str]]:
         waiting = self.manager.pending_calls()
         with self._lock:
             left = self.book.stopped_waiting({c.interrupt_id for c in waiting})
+            known = set(self.turns)
         # How did they end? A call missing from the store (its turn rolled back, its session
         # destroyed) keeps its old copy.
-        return waiting, [self.manager.store.get_pending(c.interrupt_id) or c for c in left]
+        ended = [self.manager.store.get_pending(c.interrupt_id) or c for c in left]
+        turns = {}
+        for call in waiting:  # a turn never changes: read once per call
+            if call.interrupt_id not in known:
+                try:
+                    turns[call.interrupt_id] = render_turn(turn_of_call(self.manager.store, call))
+                except AgcoreError:  # a session gone meanwhile: the call shows without it
+                    turns[call.interrupt_id] = ""
+        return waiting, ended, turns
 
-    def _loaded(self, loaded: tuple[list[PendingToolCall], list[PendingToolCall]]) -> None:
+    def _loaded(
+        self, loaded: tuple[list[PendingToolCall], list[PendingToolCall], dict[str, str]]
+    ) -> None:
+        waiting, ended, turns = loaded
         with self._lock:
-            self.book.merge(*loaded)
+            self.turns.update(turns)
+            self.book.merge(waiting, ended)
             self._drop_cards()
             self._render()
 
     def _drop_cards(self) -> None:
         for iid in [i for i in self.cards if self.book.get(i) is None]:
             self.cards.pop(iid).close()
+            self.turns.pop(iid, None)
 
     async def _count_down(self, every: float) -> None:
         while True:
@@ -162,7 +202,10 @@ class ApprovalPanel(ManagerView):
                 logger.exception("approval panel countdown failed")
 
     def _tick(self) -> None:
-        due = False
+        # An approved call turns in doubt when its executor's lease runs out, which no event
+        # announces: read the listing again every few ticks.
+        self._ticks += 1
+        due = self._ticks % DOUBT_EVERY == 0
         with self._lock:
             for card in list(self.cards.values()):
                 card.tick()
@@ -184,6 +227,11 @@ class ApprovalPanel(ManagerView):
     def pending(self) -> list[PendingToolCall]:
         """The calls still waiting for a decision (oldest first)."""
         return [c for c in self.book.calls if self.book.waits(c)]
+
+    @property
+    def in_doubt(self) -> list[PendingToolCall]:
+        """Approved calls whose executor stopped while the tool ran, not settled yet."""
+        return [c for c in self.book.calls if self.book.doubts(c)]
 
     @property
     def outcomes(self) -> dict[str, ApprovalOutcome]:
@@ -220,6 +268,8 @@ class ApprovalPanel(ManagerView):
             card.cancel_edit_button.on_click(lambda _: card.close_editor())
             card.send_reject_button.on_click(lambda _: self.reject(interrupt_id))
             card.cancel_reject_button.on_click(lambda _: card.close_reject())
+            card.settle_button.on_click(lambda _: self.settle(interrupt_id))
+            card.select_box.observe(lambda _: self._render_bulk(), "value")
             return card
 
     def _render(self) -> None:
@@ -229,19 +279,32 @@ class ApprovalPanel(ManagerView):
             for call in self.page_calls():
                 card = self.card(call.interrupt_id)
                 iid = call.interrupt_id
-                card.show(call, self.outcomes.get(iid), self.notes.get(iid), busy=self._acting)
+                card.show(
+                    call,
+                    self.outcomes.get(iid),
+                    self.notes.get(iid),
+                    busy=self._acting,
+                    turn=self.turns.get(iid, ""),
+                )
                 cards.append(card)
             if list(self.cards_box.children) != cards:
                 self.cards_box.children = cards
             waiting = len(self.pending)
-            decided = len(self.calls) - waiting
+            doubt = len(self.in_doubt)
+            decided = len(self.calls) - waiting - doubt
             empty = "" if self.calls else " · nothing waits for a decision"
+            doubts = f" · {doubt} in doubt" if doubt else ""
             self.header_html.value = (
                 f'<div class="agc-head"><b>Tool calls waiting for approval</b>'
-                f'<span class="agc-count">{waiting} waiting · {decided} decided{empty}</span>'
-                "</div>"
+                f'<span class="agc-count">{waiting} waiting{doubts} · {decided} decided'
+                f"{empty}</span></div>"
             )
             self.clear_button.disabled = decided == 0
+            self._render_bulk()
+
+    def _render_bulk(self) -> None:
+        with self._lock:
+            self.bulk.show(len(self.selected), len(self.pending), busy=self._acting)
 
     # -- decisions ----------------------------------------------------------------------------
 
@@ -328,16 +391,48 @@ class ApprovalPanel(ManagerView):
         """Close the question; the call keeps waiting."""
         self.confirm_bar.cancel()
 
+    def settle(self, interrupt_id: str, result: str | None = None) -> BackgroundTask[Any] | None:
+        """Settle an in-doubt call: ``manager.settle(...)`` with what happened — ``result``, or
+        the text in the card's box; empty means the model is told the outcome is unknown. The
+        turn goes on; the card shows the outcome (a 409 when it was settled already). Returns
+        the task, or ``None`` when nothing started."""
+        with self._lock:
+            call = self.book.get(interrupt_id)
+            if call is None or not self.book.doubts(call):
+                what = "is not in this panel" if call is None else "is not in doubt"
+                self.show_error(
+                    InvalidInputError(f"call {interrupt_id!r} {what}; nothing to settle")
+                )
+                return None
+            text = self.card(interrupt_id).settle_text.value if result is None else result
+
+        def done(outcome: ApprovalOutcome) -> None:
+            self._record(outcome)
+            self.set_status(outcome.text)
+
+        with self._lock:
+            self.notes.pop(interrupt_id, None)
+            self.book.deciding.add(interrupt_id)
+        task = self._act(
+            settle_call(self.manager, call, text or None), f"Settling {call.tool_name}", done
+        )
+        if task is None:
+            self.book.deciding.discard(interrupt_id)
+        return task
+
+    def _record(self, outcome: ApprovalOutcome) -> None:
+        with self._lock:
+            if outcome.kind == "invalid":
+                self.notes[outcome.interrupt_id] = outcome.text
+            else:
+                self.book.decide(outcome)
+
     def _decide(self, call: PendingToolCall, decision: Approve | Reject) -> Any:
         iid = call.interrupt_id
         verb = "Approving" if isinstance(decision, Approve) else "Rejecting"
 
         def done(outcome: ApprovalOutcome) -> None:
-            with self._lock:
-                if outcome.kind == "invalid":
-                    self.notes[iid] = outcome.text
-                else:
-                    self.book.decide(outcome)
+            self._record(outcome)
             self.set_status(outcome.text)
 
         with self._lock:

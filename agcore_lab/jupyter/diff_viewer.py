@@ -117,7 +117,6 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.gone: str | None = None  # why the view's subject is gone, if it is
         self.nothing_to_merge = False
         self._busy = False
-        self._status_for: str | None = None  # the diff an action's status message is about
         self.diff: SlotDiff = session.diff_slots(left_slot, right_slot)
 
         self.style_html = widgets.HTML(style_tag())
@@ -309,6 +308,7 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         an open preview.
         """
         with self._lock:
+            before = self.diff.summary() if self.gone is None else None
             try:
                 self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
             except SlotNotFoundError as exc:
@@ -330,11 +330,10 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
                     self.set_status(f"Nothing to merge: {self.diff.summary()}")
                 else:
                     self.preview_merge()
-            elif not busy and not self.preview_visible:
-                # An action's message (a merge just done) stays until the slots change again.
-                if self.diff.summary() != self._status_for:
-                    self._status_for = None
-                    self.set_status(self.diff.summary())
+            elif not busy and not self.preview_visible and self.diff.summary() != before:
+                # Only news replace the status line: a reload that finds what was shown
+                # already keeps the outcome of the last action ("Merged ...") readable.
+                self.set_status(self.diff.summary())
 
     # -- merging ----------------------------------------------------------------------------
 
@@ -456,7 +455,6 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             f"Merged {self.right_slot_id!r} into {target.slot_id!r} ({strategy.value}): "
             f"{target.slot_id!r} now has {len(target.messages)} messages."
         )
-        self._status_for = self.diff.summary()
 
     def _merge_failed(self, exc: BaseException) -> None:
         self._set_busy(False)

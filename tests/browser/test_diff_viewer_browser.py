@@ -44,7 +44,17 @@ def test_diff_viewer_merge_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     box, grid = viewer.bounding_box(), viewer.locator(".agc-grid").bounding_box()
     assert grid["x"] + grid["width"] <= box["x"] + box["width"] + 0.5  # nothing cut off
     assert jupyter_lab.dialogs == []
-    page.screenshot(path=str(jupyter_lab.tmp_dir / "diff_viewer_before.png"))
+    # Compact rows: a short message's role and text sit on one line, and the header is one line.
+    line = viewer.locator(".agc-cell.agc-right_only .agc-line").first
+    role, text = line.locator(".agc-role").bounding_box(), line.locator(".agc-text").bounding_box()
+    assert abs(role["y"] - text["y"]) < 8 and text["x"] > role["x"] + role["width"]
+    cell_height = viewer.locator(".agc-cell.agc-right_only").first.bounding_box()["height"]
+    jupyter_lab.screenshot(page, "diff_viewer_before")
+    assert cell_height < 42, cell_height  # one line (37 px here); two lines took more
+    header = viewer.locator(".agc-head.agc-summary")
+    expect(header).to_have_text("main (2 messages) ⟷ alt (4 messages) · 2 shared · 2 only in alt")
+    assert header.bounding_box()["height"] < 30
+    jupyter_lab.screenshot(page, "diff_viewer_before")
 
     viewer.locator("button.jupyter-button", has_text="Merge alt").click()
     expect(viewer.locator(".agc-describe")).to_have_text(
@@ -80,7 +90,6 @@ def test_diff_viewer_merge_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=30_000)
     viewer.locator("button.jupyter-button", has_text="Show shared").click()
     expect(viewer.locator(".agc-cell.agc-shared")).to_have_count(8)
-    shot = jupyter_lab.tmp_dir / "diff_viewer_dark.png"
-    page.screenshot(path=str(shot))
+    shot = jupyter_lab.screenshot(page, "diff_viewer_dark")
     assert shot.stat().st_size > 10_000
     assert jupyter_lab.dialogs == []

@@ -11,6 +11,7 @@ snapshot each view carries beside the widget (``text/html``); nbconvert's HTML e
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -64,7 +65,9 @@ def test_saved_notebook_shows_the_last_state_without_a_kernel(page: Any, jupyter
     timeline.locator("button.jupyter-button", has_text="Confirm rollback").click()
     expect(timeline.locator(".agc-turn")).to_have_text("turn 1", timeout=30_000)
     panel = page.locator(".jp-OutputArea-output .agc-approval-panel")
-    panel.locator("button.jupyter-button", has_text="Approve").first.click()
+    # The card's own Approve (not "Approve selected (n)" of the selection bar).
+    approve = re.compile(r"^\s*Approve\s*$")
+    panel.locator("button.jupyter-button", has_text=approve).first.click()
     expect(panel.locator(".agc-head")).to_contain_text("0 waiting · 1 decided", timeout=30_000)
     jupyter_lab.wait_for_idle(page)
 
@@ -121,7 +124,7 @@ def test_saved_notebook_shows_the_last_state_without_a_kernel(page: Any, jupyter
     expect(area.nth(0)).to_contain_text("Checkpoints of")
     expect(area.nth(0)).to_contain_text("turn 4")  # the snapshot taken when the cell ran
     expect(area.nth(1)).to_contain_text("2 sessions")
-    expect(area.nth(2)).to_contain_text("6 shared before the fork")
+    expect(area.nth(2)).to_contain_text("6 shared · 2 only in alt")  # the summary line
     expect(area.nth(3)).to_contain_text("Tool calls waiting for approval")
     expect(area.nth(4)).to_contain_text("10 chunks")
     expect(area.nth(5)).to_contain_text("2 entities")

@@ -207,6 +207,13 @@ def test_confirm_merges_in_the_background_and_refreshes() -> None:
     # Nothing is left to merge: the button says so and stays disabled.
     assert viewer.merge_button.disabled and viewer.nothing_to_merge
     assert viewer.merge_button.description == "Nothing to merge"
+    # A reload that finds nothing new (the view's own poller) keeps the outcome readable.
+    viewer.refresh()
+    assert "now has 4 messages" in viewer.status_html.value
+    session.switch_slot_sync("main")
+    session.submit_turn_sync("and then?")  # news: the summary replaces it
+    viewer.refresh()
+    assert "2 only left" in viewer.status_html.value  # the turn and its reply
 
 
 def test_confirm_uses_the_previewed_strategy() -> None:
@@ -396,3 +403,44 @@ def test_replace_preview_keeps_tool_calls() -> None:
     shown = viewer.preview_html.value
     assert "The new history" in shown
     assert "⚙ transfer(" in shown and "&quot;amount&quot;: 2" in shown
+
+
+def test_short_messages_take_one_line_and_long_ones_keep_their_block() -> None:
+    body = SlotDiffViewer(_forked("tell me more"), "main", "alt").body_html.value
+    # Short: role label and text inside one line element of the cell.
+    assert (
+        '<div class="agc-line"><span class="agc-meta"><span class="agc-role agc-role-user">'
+        'user</span> #2</span> <span class="agc-text">tell me more</span></div>'
+    ) in body
+    # Long: the role on its own line, the text in a block under it.
+    long_turn = "a long question " * 10  # 160 characters: more than one line
+    body = SlotDiffViewer(_forked(long_turn), "main", "alt").body_html.value
+    cell = body[body.index("a long question") - 200 : body.index("a long question")]
+    assert '<div class="agc-meta"><span class="agc-role agc-role-user">user</span> #2</div>' in cell
+    assert '<div class="agc-text">' in cell and "agc-line" not in cell
+    multi = _forked("first line\nsecond line")
+    body = SlotDiffViewer(multi, "main", "alt").body_html.value
+    assert '<div class="agc-text">first line\nsecond line</div>' in body  # a block, not a line
+
+
+def test_a_lone_short_tool_call_stays_on_the_row_line() -> None:
+    session = _session([ToolCall(name="search", arguments={"q": "cats"})], "found them")
+    session.submit_turn_sync("hi")  # the unknown tool fails; the model then answers
+    session.fork_slot_sync("alt")
+    viewer = SlotDiffViewer(session, "main", "alt")
+    viewer.toggle_shared(True)
+    body = viewer.body_html.value
+    line = body[body.index('<span class="agc-role agc-role-assistant">') :]
+    line = line[: line.index("</div>")]
+    assert '<span class="agc-tools">⚙ search({&quot;q&quot;: &quot;cats&quot;})</span>' in line
+
+
+def test_the_header_is_one_summary_line_without_zero_counts() -> None:
+    viewer = SlotDiffViewer(_forked("tell me more"), "main", "alt")
+    header = _text(viewer.header_html.value)
+    assert header == "main (2 messages) ⟷ alt (4 messages) · 2 shared · 2 only in alt"
+    assert viewer.header_html.value.count("<div") == 1 and "<br" not in viewer.header_html.value
+    changed = SlotDiffViewer(_forked("tell me more", left_turn="tell me less"), "main", "alt")
+    assert _text(changed.header_html.value).endswith("· 2 shared · 2 changed")
+    same = SlotDiffViewer(_forked("hi"), "main", "main")
+    assert _text(same.header_html.value).endswith("no differences")
