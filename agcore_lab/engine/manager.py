@@ -23,9 +23,9 @@ from agcore_lab.engine.approvals import Approvals
 from agcore_lab.engine.call_ops import CallOperations
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.engine.dispatch import Dispatcher
+from agcore_lab.engine.events import EventHub
 from agcore_lab.engine.manager_api import ManagerFacades
 from agcore_lab.engine.manager_config import SessionManagerConfig
-from agcore_lab.engine.oplog import log_event
 from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.errors import (
@@ -118,9 +118,12 @@ class SessionManager(ManagerFacades, CallOperations):
         self._live: dict[str, AgentSession] = {}
         self._deferred: set[str] = set()  # children whose one checkpoint comes at finalize
         self._map_lock = threading.Lock()
-        self._listeners: list[Callable[[ManagerEvent], None]] = []
-        self._watch_interval = watch_interval
-        self._watcher: ChangeWatcher | None = None
+        self.events = EventHub(
+            self.bundle.store,
+            on_change=self._on_remote_change,
+            on_gap=self._on_gap,
+            interval=watch_interval,
+        )
         for agent in agents:
             self.register_agent(agent)
 
@@ -144,30 +147,13 @@ class SessionManager(ManagerFacades, CallOperations):
         """Call ``callback(event)`` on every change — this manager's own, and (from a watcher
         thread, ``event.remote``) those other processes make on the same store; returns a
         function that unsubscribes."""
-        self._listeners.append(callback)
-        self.watch()
-        return lambda: self._unsubscribe(callback)
-
-    def _unsubscribe(self, callback: Callable[[ManagerEvent], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
-        if not self._listeners and self._watcher is not None:
-            self._watcher.stop()
+        return self.events.add_listener(callback)
 
     def watch(self, interval: float | None = None) -> ChangeWatcher | None:
         """Start noticing changes other processes make to the store (a no-op when watching
         is off or already on); they reach the listeners as events with ``remote=True``, and
         live sessions they touch are refreshed when idle. Returns the watcher."""
-        interval = interval if interval is not None else self._watch_interval
-        if interval is None:
-            return None
-        if self._watcher is None:
-            self._watcher = ChangeWatcher(
-                self.store, self._on_remote_change, interval=interval, on_gap=self._on_gap
-            )
-        self._watcher.interval = interval
-        self._watcher.start()
-        return self._watcher
+        return self.events.watch(interval)
 
     def _on_remote_change(self, change: ChangeRecord) -> None:
         live = self.live(change.session_id)
@@ -202,13 +188,7 @@ class SessionManager(ManagerFacades, CallOperations):
 
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""
-        event = ManagerEvent(kind=kind, session_id=session_id, **fields)
-        log_event(event)  # structured logging of the key operations (engine/oplog.py)
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:
-                logger.exception("manager listener %r failed on %s", listener, kind)
+        self.events.emit(kind, session_id, **fields)
 
     def _put(self, session: AgentSession) -> None:
         with self._map_lock:
