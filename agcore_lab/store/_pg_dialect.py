@@ -126,6 +126,11 @@ class PgCursor:
         description = cursor.description
         self._index = {c.name: i for i, c in enumerate(description)} if description else {}
 
+    @property
+    def columns(self) -> list[str]:
+        """The result's column names."""
+        return list(self._index)
+
     def fetchone(self) -> Row | None:
         values = self._cursor.fetchone()
         return Row(self._index, values) if values is not None else None

@@ -180,7 +180,7 @@ class PostgresStore(SqliteStore):
         def read(conn: PgConnection) -> tuple[list[str], list[Row]]:
             cursor = conn.execute(sql, params)
             rows = cursor.fetchall()
-            return list(cursor._index), rows
+            return cursor.columns, rows
 
         columns, rows = self._locked_read(read)
         return pd.DataFrame([list(r) for r in rows], columns=columns)
