@@ -20,6 +20,7 @@ from agcore_lab.errors import (
     RunNotFoundError,
 )
 from agcore_lab.ids import new_id
+from agcore_lab.store._json import compact
 from agcore_lab.store.pending import (
     STATE_VERSION,
     TRANSITIONS,
@@ -63,10 +64,6 @@ ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
 """
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -90,15 +87,15 @@ def insert_pending(conn: sqlite3.Connection, call: PendingToolCall) -> None:
             call.run_id,
             call.tool_call_id,
             call.tool_name,
-            _dump(call.tool_args),
+            compact(call.tool_args),
             call.status,
             call.created_at.isoformat(),
             _iso(call.expires_at),
             _iso(call.decided_at),
-            _dump(call.decision) if call.decision is not None else None,
-            _dump(call.result) if call.result is not None else None,
+            compact(call.decision) if call.decision is not None else None,
+            compact(call.result) if call.result is not None else None,
             call.updated_at.isoformat(),
-            _dump([c.model_dump(mode="json") for c in call.remaining_calls]),
+            compact([c.model_dump(mode="json") for c in call.remaining_calls]),
             call.previous_interrupt_id,
             int(call.previously_executed),
             call.executor,
@@ -250,10 +247,10 @@ def _move(
     values: list[Any] = [to_status, now.isoformat()]
     if decision is not None:
         sets += ["decision_json = ?", "decided_at = ?"]
-        values += [_dump(decision), now.isoformat()]
+        values += [compact(decision), now.isoformat()]
     if result is not None:
         sets.append("result_json = ?")
-        values.append(_dump(result))
+        values.append(compact(result))
     changed = conn.execute(
         f"UPDATE pending_calls SET {', '.join(sets)} WHERE interrupt_id = ? AND status = ?",
         (*values, interrupt_id, from_status),

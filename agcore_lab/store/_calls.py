@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import bisect
 import hashlib
-import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -41,6 +40,7 @@ from pydantic import JsonValue, TypeAdapter
 from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
+from agcore_lab.store._json import compact
 
 __all__ = [
     "CALL_SCHEMA",
@@ -87,13 +87,6 @@ _LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"
 _LABELS = {letter: label for label, letter in _LETTERS.items()}
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _compact(value: Any) -> str:
-    return _ENCODER.encode(value)
-
-
 def _micros(moment: datetime) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
@@ -128,9 +121,9 @@ def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) 
     # Request parts are stored by content (no id or time), so an injected summary made anew
     # for every call, or the system prompt of every session, is kept once.
     if keep_id:
-        return _put_blob(conn, _compact(message.model_dump(mode="json")))
+        return _put_blob(conn, compact(message.model_dump(mode="json")))
     body = _body(
-        message, lambda: _compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
+        message, lambda: compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
     )
     return _put_blob(conn, body)
 
@@ -165,7 +158,7 @@ def _detail(call: ModelCall) -> str | None:
         detail["replayed"] = True
     if call.usage.requests != 1:
         detail["requests"] = call.usage.requests
-    return _compact(detail) if detail else None
+    return compact(detail) if detail else None
 
 
 def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
@@ -207,7 +200,7 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
         bytes.fromhex(call.request_hash),
         anchor,
         response_id,
-        _compact(parts),
+        compact(parts),
         _detail(call),
     )
 

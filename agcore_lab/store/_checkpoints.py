@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agcore_lab.errors import CorruptRecordError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._json import compact
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
@@ -73,10 +74,6 @@ _SLOT_STATE_FIELDS = (
 _SPEND = TypeAdapter(dict[str, ModelSpend])
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
     """The row of ``slots`` for ``slot`` in ``session_id``."""
     return (
@@ -88,7 +85,7 @@ def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
         slot.mode,
         slot.head_node_id,
         slot.summary_override,
-        _compact(slot.pinned_ids),
+        compact(slot.pinned_ids),
         slot.recent_window,
         slot.created_at.isoformat(),
         slot.updated_at.isoformat(),
@@ -129,14 +126,14 @@ def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
     state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
     if state["merge_strategy"] is None:  # absent, as in states stored before it existed
         del state["merge_strategy"]
-    text = _compact(state)
+    text = compact(state)
     digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     conn.execute("INSERT OR IGNORE INTO slot_states VALUES (?, ?)", (digest, text))
     return digest
 
 
 def _spend_compact(spend: dict[str, ModelSpend]) -> str:
-    return _compact(
+    return compact(
         {
             model: [s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.requests, s.cost]
             for model, s in spend.items()
@@ -165,7 +162,7 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
             ckpt.current_slot_id,
             ckpt.last_summary_turn,
             ckpt.memory_version,
-            _compact(slots),
+            compact(slots),
             _spend_compact(ckpt.spend),
             ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
         ),

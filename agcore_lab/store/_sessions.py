@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._json import compact
 from agcore_lab.store.base import SessionRecord
 
 __all__ = [
@@ -51,10 +52,6 @@ SESSION_COLUMNS = (
 _SET = ", ".join(f"{c} = ?" for c in SESSION_COLUMNS[1:])
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def _values(r: SessionRecord) -> tuple[Any, ...]:
     return (
         r.session_id,
@@ -69,7 +66,7 @@ def _values(r: SessionRecord) -> tuple[Any, ...]:
         r.completion_tokens,
         r.cost_usd,
         _SPEND.dump_json(r.spend).decode(),
-        _json(r.metadata),
+        compact(r.metadata),
     )
 
 

@@ -22,7 +22,6 @@ a transaction the caller holds, except :func:`truncate_wal`.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
+from agcore_lab.store._json import compact
 
 __all__ = [
     "BLOCK_BYTES",
@@ -102,7 +102,6 @@ VectorRows = tuple[list[str], list[tuple[str, str, str]], NDArray[np.float32]]
 
 
 # One encoder for every row (json.dumps with options builds a new one per call).
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def _row(
@@ -131,7 +130,7 @@ def _row(
         end if end is None or type(end) is int or _integer(end) else None,
         mime_type,
         content,
-        _compact(metadata),
+        compact(metadata),
         block,
         slot,
     )

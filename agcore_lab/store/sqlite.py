@@ -8,7 +8,6 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +50,7 @@ from agcore_lab.store._checkpoints import (
     slot_from_row,
     slot_values,
 )
+from agcore_lab.store._json import compact
 from agcore_lab.store._memory import (
     delete_memory,
     latest_version,
@@ -91,11 +91,6 @@ T = TypeVar("T")
 
 def _ts(value: datetime) -> str:
     return value.isoformat()
-
-
-def _json(value: Any) -> str:
-    # NaN and Infinity are not JSON: SQLite's json functions (and other backends) reject them.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class SqliteStore(SqliteConnection):
@@ -473,7 +468,7 @@ class SqliteStore(SqliteConnection):
         check_json(value, f"memory value for {key!r}")
         check_json(metadata, f"memory metadata for {key!r}")
         try:
-            value_json, metadata_json = _json(value), _json(metadata)
+            value_json, metadata_json = compact(value), compact(metadata)
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(
                 f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
