@@ -20,17 +20,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agcore_lab.jupyter.approval_panel import ApprovalPanel
+    from agcore_lab.jupyter.approval.panel import ApprovalPanel
     from agcore_lab.jupyter.calls import CallInspector
-    from agcore_lab.jupyter.chunk_inspector import ChunkInspector
-    from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
-    from agcore_lab.jupyter.dispatch_monitor import DispatchMonitor
+    from agcore_lab.jupyter.chunks.inspector import ChunkInspector
+    from agcore_lab.jupyter.diff.viewer import SlotDiffViewer
+    from agcore_lab.jupyter.dispatch.monitor import DispatchMonitor
+    from agcore_lab.jupyter.graph.explorer import GraphExplorer
     from agcore_lab.jupyter.graph.export import graph_to_pyvis
-    from agcore_lab.jupyter.graph_explorer import GraphExplorer
     from agcore_lab.jupyter.ingest_progress import IngestProgressBar
     from agcore_lab.jupyter.magics import AgcoreMagics
     from agcore_lab.jupyter.timeline import CheckpointTimeline
-    from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
+    from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
 __all__ = [
     "AgcoreMagics",
@@ -50,15 +50,15 @@ __all__ = [
 # Public name -> the module that defines it, imported on first access.
 _LAZY = {
     "AgcoreMagics": "magics",
-    "ApprovalPanel": "approval_panel",
+    "ApprovalPanel": "approval.panel",
     "CallInspector": "calls",
     "CheckpointTimeline": "timeline",
-    "ChunkInspector": "chunk_inspector",
-    "DispatchMonitor": "dispatch_monitor",
-    "GraphExplorer": "graph_explorer",
+    "ChunkInspector": "chunks.inspector",
+    "DispatchMonitor": "dispatch.monitor",
+    "GraphExplorer": "graph.explorer",
     "IngestProgressBar": "ingest_progress",
-    "SessionTreeBrowser": "tree_browser",
-    "SlotDiffViewer": "diff_viewer",
+    "SessionTreeBrowser": "tree.browser",
+    "SlotDiffViewer": "diff.viewer",
     "graph_to_pyvis": "graph.export",
 }
 

@@ -14,14 +14,14 @@ from IPython.display import display
 
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.errors import AgcoreError, InvalidInputError
-from agcore_lab.jupyter._approval_ops import (
+from agcore_lab.jupyter._magic_args import CommandError, command, parse
+from agcore_lab.jupyter._manager_magics import ManagerCommands, unquote
+from agcore_lab.jupyter.approval.ops import (
     find_call,
     outcome_of_error,
     outcome_of_result,
     parse_arguments,
 )
-from agcore_lab.jupyter._magic_args import CommandError, command, parse
-from agcore_lab.jupyter._manager_magics import ManagerCommands, unquote
 
 __all__ = ["ApprovalCommands"]
 
@@ -58,7 +58,7 @@ class ApprovalCommands(ManagerCommands):
         args = parse(_APPROVALS, rest)
         manager = self.resolve_manager(args.manager)
         if args.panel:
-            from agcore_lab.jupyter.approval_panel import ApprovalPanel
+            from agcore_lab.jupyter.approval.panel import ApprovalPanel
 
             display(ApprovalPanel(manager))
             return None

@@ -13,7 +13,7 @@ from typing import Any
 from IPython.core.magic_arguments import argument
 
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
-from agcore_lab.jupyter.graph_explorer import MAX_DEPTH, GraphExplorer
+from agcore_lab.jupyter.graph.explorer import MAX_DEPTH, GraphExplorer
 
 __all__ = ["GRAPH_HELP", "graph_command"]
 

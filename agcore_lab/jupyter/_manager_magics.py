@@ -149,7 +149,7 @@ class ManagerCommands:
     def _tree(self, rest: str, _cell: str | None) -> None:
         args = parse(_TREE, rest)
         manager = self.resolve_manager(args.manager)
-        from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
+        from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
         display(SessionTreeBrowser(manager))
 

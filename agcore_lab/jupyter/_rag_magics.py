@@ -12,7 +12,7 @@ from typing import Any
 from IPython.core.magic_arguments import argument
 
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
-from agcore_lab.jupyter.chunk_inspector import ChunkInspector
+from agcore_lab.jupyter.chunks.inspector import ChunkInspector
 from agcore_lab.rag.documents import Document
 
 __all__ = ["CHUNKS_HELP", "chunks_command"]

@@ -14,7 +14,7 @@ import html
 
 import ipywidgets as widgets
 
-from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.rag.pipeline import IngestProgress
 
 __all__ = ["IngestProgressBar"]

@@ -320,7 +320,7 @@ class AgcoreMagics(ApprovalCommands, Magics):
     def _diff(self, rest: str, _cell: str | None) -> None:
         args = _parse(_DIFF, rest)
         session = self.resolve(args.session)
-        from agcore_lab.jupyter.diff_viewer import SlotDiffViewer
+        from agcore_lab.jupyter.diff.viewer import SlotDiffViewer
 
         display(SlotDiffViewer(session, args.left, args.right))
 

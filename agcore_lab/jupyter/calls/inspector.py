@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._view import ManagerView
 from agcore_lab.jupyter.calls._html import (
     CALL_CSS,
     CALL_HEADER,
@@ -25,6 +23,8 @@ from agcore_lab.jupyter.calls._html import (
     previous_in_slot,
     render_detail,
 )
+from agcore_lab.jupyter.common.theme import style_tag
+from agcore_lab.jupyter.common.view import ManagerView
 from agcore_lab.llm.call_record import ModelCall
 
 if TYPE_CHECKING:

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import error_line
+from agcore_lab.jupyter.common.text import error_line
 
 if TYPE_CHECKING:
     from pyvis.network import Network
 
-    from agcore_lab.jupyter._tasks import BackgroundTask
+    from agcore_lab.jupyter.common.tasks import BackgroundTask
     from agcore_lab.kg.types import GraphEntity
 
 __all__ = ["NodeClicks"]

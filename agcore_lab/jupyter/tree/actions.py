@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import plural
 from agcore_lab.jupyter._manager import agent_named
+from agcore_lab.jupyter.common.text import plural
 
 if TYPE_CHECKING:
-    from agcore_lab.jupyter._tasks import BackgroundTask
+    from agcore_lab.jupyter.common.tasks import BackgroundTask
 
 __all__ = ["TreeActions"]
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agcore_lab.jupyter._svg import format_cost, format_tokens
-from agcore_lab.jupyter._tree_html import TreeRow
+from agcore_lab.jupyter.common.history_parts import format_cost, format_tokens
+from agcore_lab.jupyter.tree._html import TreeRow
 
 __all__ = [
     "COLUMNS",

@@ -24,7 +24,7 @@ from agcore_lab import (
     ToolMessage,
 )
 from agcore_lab.jupyter import ApprovalPanel
-from agcore_lab.jupyter._approval_ops import parse_arguments, time_left
+from agcore_lab.jupyter.approval.ops import parse_arguments, time_left
 from agcore_lab.store.pending import PendingToolCall
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -460,7 +460,7 @@ def test_a_call_about_to_expire_is_flagged() -> None:
     from datetime import timedelta
 
     from agcore_lab.ids import utcnow
-    from agcore_lab.jupyter._approval_html import render_time_left
+    from agcore_lab.jupyter.approval._html import render_time_left
 
     now = utcnow()
     call = PendingToolCall(

@@ -11,7 +11,7 @@ import pytest
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._magic_args import CommandError
 from agcore_lab.jupyter._rag_magics import chunks_command
-from agcore_lab.jupyter.chunk_inspector import (
+from agcore_lab.jupyter.chunks.inspector import (
     ChunkInspector,
     histogram_svg,
     render_chunk_table,

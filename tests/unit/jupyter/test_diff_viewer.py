@@ -9,7 +9,7 @@ import pytest
 
 from agcore_lab import Agent, AgentSession, MergeStrategy, ScriptedModel, SlotNotFoundError
 from agcore_lab.jupyter import SlotDiffViewer
-from agcore_lab.jupyter._render import MAX_TEXT_CHARS
+from agcore_lab.jupyter.common.messages import MAX_TEXT_CHARS
 from agcore_lab.llm.messages import AssistantMessage, ToolCall
 
 XSS = "<img src=x onerror=alert(1)>"

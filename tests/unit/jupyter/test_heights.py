@@ -14,7 +14,7 @@ from agcore_lab.jupyter import (
     SessionTreeBrowser,
     SlotDiffViewer,
 )
-from agcore_lab.jupyter._common import MAX_HEIGHT
+from agcore_lab.jupyter.common.text import MAX_HEIGHT
 from agcore_lab.kg import GraphEntity, InMemoryGraph
 
 

@@ -17,7 +17,7 @@ from agcore_lab import (
     SqliteStore,
 )
 from agcore_lab.jupyter import SessionTreeBrowser
-from agcore_lab.jupyter._tree_html import flatten, row_text
+from agcore_lab.jupyter.tree._html import flatten, row_text
 from agcore_lab.llm.usage import ModelPrice, PriceTable
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -21,22 +21,22 @@ import ipywidgets as widgets
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.aio import submit
 from agcore_lab.errors import AgcoreError, InvalidInputError
-from agcore_lab.jupyter._approval_book import CallBook
-from agcore_lab.jupyter._approval_bulk import BulkBar, BulkDecisions
-from agcore_lab.jupyter._approval_card import CallCard
-from agcore_lab.jupyter._approval_html import APPROVAL_STYLE, arguments_json, render_calls_table
-from agcore_lab.jupyter._approval_ops import (
+from agcore_lab.jupyter.approval._html import APPROVAL_STYLE, arguments_json, render_calls_table
+from agcore_lab.jupyter.approval.book import CallBook
+from agcore_lab.jupyter.approval.bulk import BulkBar, BulkDecisions
+from agcore_lab.jupyter.approval.card import CallCard
+from agcore_lab.jupyter.approval.ops import (
     ApprovalOutcome,
     parse_arguments,
     resume_call,
     settle_call,
 )
-from agcore_lab.jupyter._approval_turn import render_turn, turn_of_call
-from agcore_lab.jupyter._common import error_line
-from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._tasks import BackgroundTask
-from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._view import ManagerView
+from agcore_lab.jupyter.approval.turn import render_turn, turn_of_call
+from agcore_lab.jupyter.common.history_parts import button
+from agcore_lab.jupyter.common.tasks import BackgroundTask
+from agcore_lab.jupyter.common.text import error_line
+from agcore_lab.jupyter.common.theme import style_tag
+from agcore_lab.jupyter.common.view import ManagerView
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager

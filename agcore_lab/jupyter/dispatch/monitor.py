@@ -25,15 +25,15 @@ import ipywidgets as widgets
 from agcore_lab.aio import bridge_loop
 from agcore_lab.engine.dispatch import DispatchConfig, DispatchProgress, SubTaskError, SubTaskResult
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._approval_html import APPROVAL_STYLE
-from agcore_lab.jupyter._common import error_line
-from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._dispatch_html import TaskRow, count_statuses, render_counts, render_tasks
 from agcore_lab.jupyter._manager import live_session
-from agcore_lab.jupyter._tasks import BackgroundTask
-from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._view import ManagerView
-from agcore_lab.jupyter.tree_browser import SessionTreeBrowser
+from agcore_lab.jupyter.approval._html import APPROVAL_STYLE
+from agcore_lab.jupyter.common.history_parts import button
+from agcore_lab.jupyter.common.tasks import BackgroundTask
+from agcore_lab.jupyter.common.text import error_line
+from agcore_lab.jupyter.common.theme import style_tag
+from agcore_lab.jupyter.common.view import ManagerView
+from agcore_lab.jupyter.dispatch._html import TaskRow, count_statuses, render_counts, render_tasks
+from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agcore_lab.jupyter._approval_ops import ApprovalOutcome, resolved_elsewhere
+from agcore_lab.jupyter.approval.ops import ApprovalOutcome, resolved_elsewhere
 
 if TYPE_CHECKING:
     from agcore_lab.store.pending import PendingToolCall

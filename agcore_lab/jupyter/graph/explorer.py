@@ -5,8 +5,9 @@ The graph is drawn by vis-network (read from the installed pyvis package) in a s
 search box, a depth slider, a direction choice and clicks on nodes pick the neighbourhood to
 show, and a side table lists the related entities with their scores and paths. The frame
 follows JupyterLab's light or dark theme and shows a legend of the entity types. Every engine
-call runs on agcore_lab's background loop (:class:`~agcore_lab.jupyter._tasks.BackgroundTask`):
-widget callbacks return at once. :meth:`GraphExplorer.to_pyvis` hands the current view to pyvis.
+call runs on agcore_lab's background loop
+(:class:`~agcore_lab.jupyter.common.tasks.BackgroundTask`): widget callbacks return at once.
+:meth:`GraphExplorer.to_pyvis` hands the current view to pyvis.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import cap_height, error_line, plural
-from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._tasks import BackgroundTask
-from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter.common.history_parts import button
+from agcore_lab.jupyter.common.tasks import BackgroundTask
+from agcore_lab.jupyter.common.text import cap_height, error_line, plural
+from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.jupyter.graph import page as _graph_page
 from agcore_lab.jupyter.graph import walks
 from agcore_lab.jupyter.graph.clicks import NodeClicks

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agcore_lab.jupyter._render import render_message
+from agcore_lab.jupyter.common.messages import render_message
 from agcore_lab.llm.messages import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:

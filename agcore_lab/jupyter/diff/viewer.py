@@ -21,11 +21,11 @@ import ipywidgets as widgets
 from agcore_lab.agent.slot_diff import DiffRow, SlotDiff
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy
 from agcore_lab.errors import AgcoreError, SlotNotFoundError
-from agcore_lab.jupyter._common import cap_height, error_line
-from agcore_lab.jupyter._refresh import Poller
-from agcore_lab.jupyter._render import render_diff, render_header, render_preview
-from agcore_lab.jupyter._tasks import BackgroundTask
-from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter.common.refresh import Poller
+from agcore_lab.jupyter.common.tasks import BackgroundTask
+from agcore_lab.jupyter.common.text import cap_height, error_line
+from agcore_lab.jupyter.common.theme import style_tag
+from agcore_lab.jupyter.diff.render import render_diff, render_header, render_preview
 
 if TYPE_CHECKING:
     from agcore_lab.agent.session import AgentSession

@@ -18,15 +18,15 @@ import ipywidgets as widgets
 
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._approval_ops import ApprovalOutcome, resume_call
-from agcore_lab.jupyter._common import plural
-from agcore_lab.jupyter._confirm import button
+from agcore_lab.jupyter.approval.ops import ApprovalOutcome, resume_call
+from agcore_lab.jupyter.common.history_parts import button
+from agcore_lab.jupyter.common.text import plural
 
 if TYPE_CHECKING:
-    from agcore_lab.jupyter._approval_book import CallBook
-    from agcore_lab.jupyter._approval_card import CallCard
-    from agcore_lab.jupyter._confirm import ConfirmBar
-    from agcore_lab.jupyter._tasks import BackgroundTask
+    from agcore_lab.jupyter.approval.book import CallBook
+    from agcore_lab.jupyter.approval.card import CallCard
+    from agcore_lab.jupyter.common.history_parts import ConfirmBar
+    from agcore_lab.jupyter.common.tasks import BackgroundTask
     from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["BulkBar", "BulkDecisions"]

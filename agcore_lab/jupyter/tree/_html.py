@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agcore_lab.jupyter._session_html import full_time
-from agcore_lab.jupyter._svg import format_cost, format_tokens
+from agcore_lab.jupyter.common.history_parts import format_cost, format_tokens, full_time
 
 __all__ = [
     "TreeRow",

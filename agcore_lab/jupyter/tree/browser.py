@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.jupyter._common import plural
-from agcore_lab.jupyter._confirm import button
 from agcore_lab.jupyter._manager import live_session, registered_agents, stored_memory
-from agcore_lab.jupyter._session_html import render_memory
-from agcore_lab.jupyter._theme import style_tag
-from agcore_lab.jupyter._tree_html import TreeRow, find_node, flatten, render_details, render_tree
-from agcore_lab.jupyter._view import ManagerView
+from agcore_lab.jupyter.common.history_parts import button, render_memory
+from agcore_lab.jupyter.common.text import plural
+from agcore_lab.jupyter.common.theme import style_tag
+from agcore_lab.jupyter.common.view import ManagerView
+from agcore_lab.jupyter.tree._html import TreeRow, find_node, flatten, render_details, render_tree
 from agcore_lab.jupyter.tree.actions import TreeActions
 from agcore_lab.jupyter.tree.rows import COLUMNS, SORT_KEYS, status_text, table_row
 from agcore_lab.jupyter.tree.rows import open_rows as _open_rows

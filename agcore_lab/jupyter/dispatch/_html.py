@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from agcore_lab.jupyter._approval_html import badge
+from agcore_lab.jupyter.approval._html import badge
 
 __all__ = ["TaskRow", "count_statuses", "render_counts", "render_tasks"]
 

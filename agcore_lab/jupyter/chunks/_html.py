@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from agcore_lab.jupyter._common import plural
+from agcore_lab.jupyter.common.text import plural
 from agcore_lab.rag.splitter import ChunkSpan
 
 __all__ = [

@@ -20,15 +20,15 @@ from typing import Any
 import ipywidgets as widgets
 
 from agcore_lab.errors import AgcoreError
-from agcore_lab.jupyter._chunk_html import (
+from agcore_lab.jupyter.chunks._html import (
     CHUNK_STYLE,
     histogram_svg,
     render_chunk_table,
     render_chunked_text,
 )
-from agcore_lab.jupyter._common import cap_height, error_line, plural
-from agcore_lab.jupyter._confirm import button
-from agcore_lab.jupyter._theme import style_tag
+from agcore_lab.jupyter.common.history_parts import button
+from agcore_lab.jupyter.common.text import cap_height, error_line, plural
+from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.splitter import ChunkSpan, KeepSeparator, RecursiveCharacterSplitter
 

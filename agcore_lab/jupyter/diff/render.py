@@ -1,7 +1,9 @@
 """HTML for slot diffs and merge previews; every piece of message text goes through ``escape``.
 
 Message text comes from users and models: it is always shown as text, never as markup. The
-functions here return HTML fragments; the CSS classes are defined in :mod:`._theme`.
+functions here return HTML fragments; one message's cell is
+:mod:`agcore_lab.jupyter.common.messages`, the CSS classes are in
+:mod:`agcore_lab.jupyter.common.theme`.
 """
 
 from __future__ import annotations
@@ -9,118 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from agcore_lab.agent.slot_diff import DiffRow, Segment, SlotDiff, tool_call_lines
+from agcore_lab.agent.slot_diff import DiffRow, SlotDiff
 from agcore_lab.agent.slot_ops import MergePreview
-from agcore_lab.jupyter._common import plural
-from agcore_lab.llm.messages import Message, ToolMessage
+from agcore_lab.jupyter.common.messages import meta_html, render_message, text_html, tools_html
+from agcore_lab.jupyter.common.text import plural
 
-__all__ = [
-    "COMPACT_CHARS",
-    "MAX_TEXT_CHARS",
-    "is_compact",
-    "render_diff",
-    "render_header",
-    "render_preview",
-]
+__all__ = ["MAX_PREVIEW_MESSAGES", "render_diff", "render_header", "render_preview", "render_row"]
 
-# One message is cut after this many characters in the view (the data is never cut).
-MAX_TEXT_CHARS = 4000
 MAX_PREVIEW_MESSAGES = 20
-# A message with one line of at most this many characters (and no tool calls, or only one short
-# call and no text) is drawn compactly: role and text on one line.
-COMPACT_CHARS = 120
-_MARK = {"insert": "ins", "delete": "del"}
-
-
-def _cut_segments(segments: Sequence[Segment], limit: int) -> tuple[list[Segment], int]:
-    """Keep the first ``limit`` characters of the segments; return them and the rest's size."""
-    kept: list[Segment] = []
-    used = 0
-    total = sum(len(text) for _, text in segments)
-    for op, text in segments:
-        if used >= limit:
-            break
-        piece = text[: limit - used]
-        kept.append((op, piece))
-        used += len(piece)
-    return kept, total - used
-
-
-def _text_html(segments: Sequence[Segment]) -> str:
-    kept, rest = _cut_segments(segments, MAX_TEXT_CHARS)
-    parts = []
-    for op, text in kept:
-        tag = _MARK.get(op)
-        parts.append(f"<{tag}>{escape(text)}</{tag}>" if tag else escape(text))
-    if rest:
-        parts.append(f'<span class="agc-more-text"> … ({rest} more characters)</span>')
-    return "".join(parts)
-
-
-def _meta_bits(message: Message, index: int | None) -> str:
-    role = escape(message.role)
-    bits = [f'<span class="agc-role agc-role-{role}">{role}</span>']
-    if index is not None:
-        bits.append(f"#{index}")
-    if isinstance(message, ToolMessage):
-        name = f"{message.name} " if message.name else ""
-        bits.append(escape(f"{name}→ {message.tool_call_id}"))
-        if message.is_error:
-            bits.append("<b>error</b>")
-    return " ".join(bits)
-
-
-def _meta_html(message: Message, index: int | None) -> str:
-    return f'<div class="agc-meta">{_meta_bits(message, index)}</div>'
-
-
-def is_compact(message: Message) -> bool:
-    """Whether ``message`` is short enough for one line: role and text side by side."""
-    calls = tool_call_lines(message)
-    text = message.text
-    if calls:
-        return not text and len(calls) == 1 and len(calls[0]) <= COMPACT_CHARS
-    return "\n" not in text and len(text) <= COMPACT_CHARS
-
-
-def _tools_html(message: Message, *, changed: bool = False) -> str:
-    """The message's tool calls, one ``⚙ name({...})`` line each (escaped); ``""`` if none."""
-    calls = tool_call_lines(message)
-    if not calls:
-        return ""
-    css = " agc-tools-changed" if changed else ""
-    lines = "\n".join(f"⚙ {call}" for call in calls)
-    return f'<div class="agc-tools{css}">{escape(lines)}</div>'
-
-
-def render_message(
-    message: Message,
-    index: int | None,
-    *,
-    kind: str,
-    segments: Sequence[Segment] = (),
-    tools_changed: bool = False,
-) -> str:
-    """One message as a grid cell: role label, index, text (with word marks) and tool calls.
-
-    A short message (:func:`is_compact`) takes one line: the role label, then its text or its
-    one tool call.
-    """
-    text = segments if segments else ((("equal", message.text),) if message.text else ())
-    body = _text_html(text)
-    tools = _tools_html(message, changed=tools_changed)
-    if is_compact(message):
-        inline = tools.replace('<div class="agc-tools', '<span class="agc-tools', 1)
-        inline = inline[: -len("</div>")] + "</span>" if inline else ""
-        return (
-            f'<div class="agc-cell agc-{kind}" data-kind="{kind}"><div class="agc-line">'
-            f'<span class="agc-meta">{_meta_bits(message, index)}</span> '
-            f'<span class="agc-text">{body}</span>{inline}</div></div>'
-        )
-    return (
-        f'<div class="agc-cell agc-{kind}" data-kind="{kind}">'
-        f'{_meta_html(message, index)}<div class="agc-text">{body}</div>{tools}</div>'
-    )
 
 
 def _empty(kind: str) -> str:
@@ -217,8 +115,8 @@ def render_preview(preview: MergePreview) -> str:
     """The merge confirmation: ``describe()`` and the incoming messages (the first 20)."""
     shown = preview.incoming[:MAX_PREVIEW_MESSAGES]
     items = "".join(
-        f"<li>{_meta_html(m, None)}<div class='agc-text'>"
-        f"{_text_html((('equal', m.text),) if m.text else ())}</div>{_tools_html(m)}</li>"
+        f"<li>{meta_html(m, None)}<div class='agc-text'>"
+        f"{text_html((('equal', m.text),) if m.text else ())}</div>{tools_html(m)}</li>"
         for m in shown
     )
     more = len(preview.incoming) - len(shown)

@@ -15,8 +15,8 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.ids import utcnow
-from agcore_lab.jupyter._approval_ops import ApprovalOutcome, time_left
-from agcore_lab.jupyter._session_html import full_time
+from agcore_lab.jupyter.approval.ops import ApprovalOutcome, time_left
+from agcore_lab.jupyter.common.history_parts import full_time
 
 if TYPE_CHECKING:
     from agcore_lab.store.pending import PendingToolCall

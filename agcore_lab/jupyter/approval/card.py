@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from agcore_lab.jupyter._approval_html import (
+from agcore_lab.jupyter.approval._html import (
     render_arguments,
     render_call_head,
     render_doubt,
@@ -24,10 +24,10 @@ from agcore_lab.jupyter._approval_html import (
     render_time_left,
     render_warning,
 )
-from agcore_lab.jupyter._confirm import button
+from agcore_lab.jupyter.common.history_parts import button
 
 if TYPE_CHECKING:
-    from agcore_lab.jupyter._approval_ops import ApprovalOutcome
+    from agcore_lab.jupyter.approval.ops import ApprovalOutcome
     from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["CallCard"]

@@ -1,0 +1,1 @@
+"""The chunk family: :class:`~agcore_lab.jupyter.ChunkInspector` (``inspector.py``) and its HTML."""
