@@ -9,8 +9,6 @@ has a method a user can call in a cell (:meth:`SlotDiffViewer.preview_merge`,
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import html
 import threading
 from collections.abc import Hashable
@@ -21,11 +19,13 @@ import ipywidgets as widgets
 from agcore_lab.agent.slot_diff import DiffRow, SlotDiff
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy
 from agcore_lab.errors import AgcoreError, SlotNotFoundError
+from agcore_lab.jupyter.common.history_parts import button
 from agcore_lab.jupyter.common.refresh import Poller
 from agcore_lab.jupyter.common.tasks import BackgroundTask
 from agcore_lab.jupyter.common.text import cap_height, error_line
 from agcore_lab.jupyter.common.theme import style_tag
-from agcore_lab.jupyter.diff.render import render_diff, render_header, render_preview
+from agcore_lab.jupyter.diff.merge import MergeFlow
+from agcore_lab.jupyter.diff.render import render_diff, render_header
 
 if TYPE_CHECKING:
     from agcore_lab.agent.session import AgentSession
@@ -34,16 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["SlotDiffViewer"]
 
 
-def _button(description: str, *, style: str = "", tooltip: str = "") -> widgets.Button:
-    return widgets.Button(
-        description=description,
-        button_style=style,
-        tooltip=tooltip or description,
-        layout=widgets.Layout(width="auto"),
-    )
-
-
-class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class SlotDiffViewer(MergeFlow, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Two slots of a session side by side, aligned at their fork point, with a merge button.
 
     The left slot is the merge target, the right slot the one merged from. The shared prefix
@@ -123,23 +114,23 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.header_html = widgets.HTML()
         # No margin: with width 100% the default widget margin pushes the right column out.
         self.body_html = widgets.HTML(layout=widgets.Layout(width="100%", margin="0"))
-        self.shared_button = _button("Show shared", tooltip="Expand the shared prefix")
-        self.more_button = _button("Show more", tooltip="Show earlier rows")
-        self.refresh_button = _button("Refresh", tooltip="Read both slots again")
+        self.shared_button = button("Show shared", tooltip="Expand the shared prefix")
+        self.more_button = button("Show more", tooltip="Show earlier rows")
+        self.refresh_button = button("Refresh", tooltip="Read both slots again")
         self.strategy_dropdown = widgets.Dropdown(
             options=[(s.name, s) for s in MergeStrategy],
             value=MergeStrategy.Append,
             description="Strategy:",
             layout=widgets.Layout(width="220px"),
         )
-        self.merge_button = _button(
+        self.merge_button = button(
             f"Merge {right_slot} → {left_slot}",
             style="primary",
             tooltip=f"Preview merging {right_slot!r} into {left_slot!r}",
         )
         self.preview_html = widgets.HTML()
-        self.confirm_button = _button("Confirm", style="danger", tooltip="Run the merge")
-        self.cancel_button = _button("Cancel", tooltip="Close the preview, or stop a running merge")
+        self.confirm_button = button("Confirm", style="danger", tooltip="Run the merge")
+        self.cancel_button = button("Cancel", tooltip="Close the preview, or stop a running merge")
         self.confirm_box = widgets.VBox(
             [self.preview_html, widgets.HBox([self.confirm_button, self.cancel_button])],
             layout=widgets.Layout(display="none"),
@@ -201,16 +192,6 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         super().close()
 
     # -- what is shown ----------------------------------------------------------------------
-
-    @property
-    def strategy(self) -> MergeStrategy:
-        """The merge strategy picked in the dropdown."""
-        return MergeStrategy(self.strategy_dropdown.value)
-
-    @property
-    def preview_visible(self) -> bool:
-        """Whether the merge preview with Confirm / Cancel is showing."""
-        return self.confirm_box.layout.display != "none"
 
     def visible_rows(self) -> tuple[tuple[DiffRow, ...], int, int]:
         """The rows drawn now, the shared rows folded away, and earlier rows cut by the page."""
@@ -334,138 +315,6 @@ class SlotDiffViewer(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
                 # Only news replace the status line: a reload that finds what was shown
                 # already keeps the outcome of the last action ("Merged ...") readable.
                 self.set_status(self.diff.summary())
-
-    # -- merging ----------------------------------------------------------------------------
-
-    def _set_busy(self, busy: bool) -> None:
-        # Cancel stays enabled: while a merge runs, it cancels it.
-        self._busy = busy
-        for button in (self.merge_button, self.confirm_button, self.refresh_button):
-            button.disabled = busy
-        self.strategy_dropdown.disabled = busy
-        if not busy:
-            self._render()
-
-    def _strategy_changed(self, _change: object) -> None:
-        if not self._quiet:
-            self._render()
-        if self.preview_visible and not self._quiet:
-            self.preview_merge()
-
-    def preview_merge(self, strategy: MergeStrategy | str | None = None) -> MergePreview | None:
-        """Show what merging the right slot into the left one would do, and Confirm / Cancel.
-
-        Args:
-            strategy: Pick this strategy in the dropdown first.
-
-        Returns:
-            The preview, or ``None`` if it could not be made (the error is shown inline) or
-            there is nothing to merge (said on the status line; no Confirm is offered).
-        """
-        if strategy is not None:
-            self._quiet = True  # the dropdown's observer would compute the preview again
-            try:
-                self.strategy_dropdown.value = MergeStrategy(strategy)
-            finally:
-                self._quiet = False
-        try:
-            # Read the slots again first: header, rows and preview must agree.
-            self.diff = self.session.diff_slots(self.left_slot_id, self.right_slot_id)
-            self._render()
-            preview = self.session.merge_preview(
-                self.right_slot_id, into=self.left_slot_id, strategy=self.strategy
-            )
-        except AgcoreError as exc:
-            self.show_error(exc)
-            return None
-        if self.nothing_to_merge:
-            self._close_preview()
-            self.set_status(f"Nothing to merge: {self.diff.summary()}")
-            return None
-        self.show_error(None)
-        self.pending_preview = preview
-        self.preview_html.value = render_preview(preview)
-        self.confirm_box.layout.display = "flex"
-        self.set_status("Check the preview, then Confirm or Cancel.")
-        return preview
-
-    def cancel_merge(self) -> None:
-        """Close the preview without merging, or cancel the merge that is running.
-
-        A merge is written in one transaction at its end, so cancelling it while it waits
-        for the model (Summarize) leaves both slots as they were.
-        """
-        if self.task is not None and not self.task.done:
-            self.task.cancel()
-            return
-        self._close_preview()
-        self.set_status("Merge cancelled; nothing changed.")
-
-    def _close_preview(self) -> None:
-        self.pending_preview = None
-        self.confirm_box.layout.display = "none"
-        self.preview_html.value = ""
-
-    @staticmethod
-    def _same(a: MergePreview, b: MergePreview) -> bool:
-        return (a.strategy, a.before, a.after, [m.id for m in a.incoming]) == (
-            b.strategy,
-            b.before,
-            b.after,
-            [m.id for m in b.incoming],
-        )
-
-    def confirm_merge(self) -> BackgroundTask[ContextSlot] | None:
-        """Run the previewed merge on the background loop; the view updates when it ends.
-
-        If the slots changed since the preview was shown, the new preview is shown instead and
-        nothing is merged (confirm again). Returns the running task (``task.wait()`` blocks
-        until the view is updated), or ``None`` when nothing was started.
-        """
-        shown = self.pending_preview
-        if shown is None or (self.task is not None and not self.task.done):
-            return None
-        current = self.preview_merge(shown.strategy)
-        if current is None:
-            return None
-        if not self._same(shown, current):
-            self.set_status("The slots changed since the preview: check it and confirm again.")
-            return None
-        strategy = current.strategy
-        self._set_busy(True)
-        self.set_status(
-            f"Merging {self.right_slot_id!r} into {self.left_slot_id!r} ({strategy.value})…"
-        )
-        coro = self.session.merge_slot(
-            self.right_slot_id, into=self.left_slot_id, strategy=strategy
-        )
-        self.task = BackgroundTask(
-            coro,
-            on_success=lambda target: self._merged(target, strategy),
-            on_error=self._merge_failed,
-        )
-        return self.task
-
-    def _merged(self, target: ContextSlot, strategy: MergeStrategy) -> None:
-        self._close_preview()
-        self._set_busy(False)
-        self.show_error(None)
-        self.refresh()
-        self.set_status(
-            f"Merged {self.right_slot_id!r} into {target.slot_id!r} ({strategy.value}): "
-            f"{target.slot_id!r} now has {len(target.messages)} messages."
-        )
-
-    def _merge_failed(self, exc: BaseException) -> None:
-        self._set_busy(False)
-        if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
-            self.show_error(None)
-            self._close_preview()
-            self.refresh()
-            self.set_status("Merge cancelled.")
-            return
-        self.show_error(exc)
-        self.set_status("Merge failed; nothing changed.")
 
     # -- reprs ------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.jupyter.graph import page as _graph_page
 from agcore_lab.jupyter.graph import walks
 from agcore_lab.jupyter.graph.clicks import NodeClicks
+from agcore_lab.jupyter.graph.drawing import GraphDrawing
 from agcore_lab.jupyter.graph.frame import GraphFrame
 from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
@@ -41,7 +42,7 @@ SEARCH_LIMIT = 20
 THEMES = ("auto", "light", "dark")
 
 
-class GraphExplorer(NodeClicks, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class GraphExplorer(GraphDrawing, NodeClicks, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """An interactive view of a :class:`~agcore_lab.kg.base.KnowledgeGraph`.
 
     Graphs of at most ``max_nodes`` entities are drawn whole at first; larger ones show only
@@ -296,87 +297,6 @@ class GraphExplorer(NodeClicks, widgets.VBox):  # type: ignore[misc]  # ipywidge
 
     async def _whole(self) -> tuple[list[GraphEntity], list[tuple[str, str, str]]]:
         return ([], []) if self.too_big else walks.whole(self.graph)
-
-    # -- drawing --------------------------------------------------------------------------------
-
-    def _colour(self, entity_type: str) -> dict[str, str]:
-        # One colour per type for each theme, fixed at first sight (stable across redraws).
-        if entity_type not in self._colours:
-            n = len(self._colours)
-            self._colours[entity_type] = {
-                name: colours[n % len(colours)]
-                for name, colours in _graph_page.TYPE_COLOURS.items()
-            }
-        return self._colours[entity_type]
-
-    @property
-    def legend(self) -> dict[str, str]:
-        """The entity types drawn now and their colours (in the light theme, or the forced
-        one)."""
-        theme = "dark" if self.theme == "dark" else "light"
-        types = sorted({e.entity_type for e in self._entities})
-        return {t: self._colour(t)[theme] for t in types}
-
-    def _draw(
-        self, entities: list[GraphEntity], edges: list[tuple[str, str, str]], message: str
-    ) -> None:
-        for entity_type in sorted({e.entity_type for e in entities}):
-            self._colour(entity_type)
-        nodes = [
-            {
-                "id": e.id,
-                "label": e.name,
-                "tip": _graph_page.tip_lines(e),
-                "colors": self._colour(e.entity_type),
-                "center": e.id == self.center,
-            }
-            for e in entities
-        ]
-        links = [{"from": s, "to": t, "label": label} for s, t, label in edges]
-        types = [
-            {"type": t, "colors": self._colour(t)}
-            for t in sorted({e.entity_type for e in entities})
-        ]
-        self.node_ids = [e.id for e in entities]
-        self._entities, self._edges = list(entities), list(edges)
-        self.message = message
-        self.page = _graph_page.page(nodes, links, theme=self.theme, message=message, types=types)
-        self.frame.page = self.page
-        self._render_table()
-
-    def _drawn_whole(self, result: tuple[list[GraphEntity], list[tuple[str, str, str]]]) -> None:
-        entities, edges = result
-        self.center = None
-        self.related = []
-        if self.too_big:
-            message = (
-                f"The graph has {self.entity_count} entities, more than max_nodes="
-                f"{self.max_nodes}: it is not drawn whole. Search for an entity to see its "
-                "neighbourhood."
-            )
-        else:
-            message = ""
-        self._draw(entities, edges, message)
-        self.set_status(message or f"The whole graph: {len(entities)} entities.")
-
-    def _drawn(
-        self,
-        entity_id: str,
-        entity: GraphEntity,
-        related: list[ScoredEntity],
-        edges: list[tuple[str, str, str]],
-        message: str,
-    ) -> None:
-        self.center = entity_id
-        self.related = related
-        self._draw([entity, *(r.entity for r in related)], edges, message)
-        self.set_status(
-            f"{entity.name} ({entity.id}): {len(related)} related entities at depth "
-            f"{self.depth} ({self.direction.value})."
-        )
-
-    def _render_table(self) -> None:
-        self.table_html.value = _graph_page.related_table(self.center, self.related)
 
     # -- callbacks, status ----------------------------------------------------------------------
 
