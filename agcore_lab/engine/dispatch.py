@@ -173,8 +173,12 @@ class Dispatcher:
         sub_agent: Agent,
         task: str,
         config: DispatchConfig | None = None,
+        *,
+        on_child: Callable[[str], object] | None = None,
     ) -> SubTaskResult:
         """Run ``task`` as one turn of a new child session of ``parent_id``.
+
+        ``on_child(child_id)`` is called as soon as the child session exists (before its turn).
 
         Raises:
             SessionNotFoundError: Unknown parent.
@@ -182,6 +186,8 @@ class Dispatcher:
         """
         config = config or DispatchConfig()
         child = await self._spawn(parent_id, sub_agent, config)
+        if on_child is not None:
+            on_child(child.session_id)
         log_op(
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
@@ -262,9 +268,14 @@ class Dispatcher:
                 progress.peak_running = max(progress.peak_running, progress.running)
                 progress.statuses[index] = "running"
                 report()
+
+                def spawned(child_id: str) -> None:  # watchers see the child while it runs
+                    progress.child_ids[index] = child_id
+                    report()
+
                 try:
                     result: SubTaskResult | SubTaskError = await self.dispatch(
-                        parent_id, agent, task, config
+                        parent_id, agent, task, config, on_child=spawned
                     )
                     progress.child_ids[index] = result.child_id
                     progress.done += 1

@@ -98,7 +98,12 @@ class DispatchFailed(BaseModel):
 
 @dataclasses.dataclass
 class DispatchProgress:
-    """Live counts of a ``dispatch_all`` (read it, or get it through ``on_progress``)."""
+    """Live counts of a ``dispatch_all`` (read it, or get it through ``on_progress``).
+
+    ``child_ids[i]`` is set as soon as task ``i``'s child session exists (``on_progress`` is
+    called then), so a watcher sees each child while it runs; ``statuses[i]`` is ``waiting``,
+    ``running``, ``completed``, ``failed``, ``timed_out`` or ``cancelled``.
+    """
 
     total: int
     waiting: int

@@ -58,7 +58,11 @@ class ManagerEvent(BaseModel):
 
 @dataclass
 class SessionNode:
-    """One session in the tree."""
+    """One session in the tree.
+
+    ``updated_at`` is when the session's stored row was last written (a turn, a rollback, an
+    agent switch, a metadata write — every state-changing commit stamps it).
+    """
 
     session_id: str
     agent_name: str
@@ -67,6 +71,7 @@ class SessionNode:
     cost_usd: float
     total_tokens: int
     created_at: datetime
+    updated_at: datetime
     status: Literal["live", "stored"]
     orphan: bool = False
     children: list[SessionNode] = field(default_factory=list)
@@ -108,6 +113,7 @@ class SessionTree:
                 cost_usd=r.cost_usd,
                 total_tokens=r.prompt_tokens + r.completion_tokens,
                 created_at=r.created_at,
+                updated_at=r.updated_at,
                 status="live" if r.session_id in live else "stored",
                 orphan=r.parent_id is not None and r.parent_id not in known,
             )
@@ -152,6 +158,7 @@ class SessionTree:
             "orphan",
             "children",
             "created_at",
+            "updated_at",
         ]
         rows = [
             (
@@ -166,6 +173,7 @@ class SessionTree:
                 n.orphan,
                 len(n.children),
                 n.created_at,
+                n.updated_at,
             )
             for depth, n in self.walk()
         ]

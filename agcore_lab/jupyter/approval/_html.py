@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agcore_lab.ids import utcnow
 from agcore_lab.jupyter.approval.ops import ApprovalOutcome, time_left
 from agcore_lab.jupyter.common.history_parts import full_time
+from agcore_lab.jupyter.common.text import badge
 
 if TYPE_CHECKING:
     from agcore_lab.store.pending import PendingToolCall
@@ -100,25 +101,6 @@ APPROVAL_STYLE = """<style>
   color: var(--jp-error-color1, #c62828);
 }
 .agc-view .agc-reply { white-space: pre-wrap; overflow-wrap: anywhere; }
-.agc-view .agc-badge {
-  display: inline-block;
-  padding: 0 5px;
-  border-radius: 8px;
-  font-size: var(--jp-ui-font-size0, 11px);
-  color: var(--jp-ui-inverse-font-color1, #fff);
-  background: var(--jp-layout-color4, #757575);
-}
-.agc-view .agc-badge-PENDING_APPROVAL, .agc-view .agc-badge-running {
-  background: var(--jp-warn-color1, #f57c00);
-}
-.agc-view .agc-badge-EXECUTED, .agc-view .agc-badge-completed {
-  background: var(--jp-success-color1, #2e7d32);
-}
-.agc-view .agc-badge-EXPIRED, .agc-view .agc-badge-failed, .agc-view .agc-badge-timed_out,
-.agc-view .agc-badge-cancelled {
-  background: var(--jp-error-color1, #c62828);
-}
-.agc-view .agc-counts { margin-left: 8px; }
 </style>"""
 
 
@@ -159,11 +141,6 @@ def render_arguments(call: PendingToolCall) -> str:
         '<details class="agc-args-original"><summary class="agc-meta">the model asked for '
         f"(not run)</summary>{_args_pre(call.tool_args, 'agc-args agc-args-unused')}</details>"
     )
-
-
-def badge(status: str) -> str:
-    """A coloured status label."""
-    return f'<span class="agc-badge agc-badge-{escape(status)}">{escape(status)}</span>'
 
 
 def render_call_head(call: PendingToolCall) -> str:

@@ -8,7 +8,10 @@ nbconvert), where the ``--jp-*`` variables are missing, readable.
 
 from __future__ import annotations
 
-__all__ = ["STYLE", "style_tag"]
+__all__ = ["DISABLED_OPACITY", "STYLE", "style_tag"]
+
+DISABLED_OPACITY = 0.45
+"""How much a disabled control is dimmed (on top of its grey), in every view and theme."""
 
 
 def _tint(var: str, fallback: str, percent: int) -> str:
@@ -206,6 +209,45 @@ STYLE = f"""
 .agc-view svg.agc-plot .agc-pt-selected {{
   stroke: var(--jp-ui-font-color1, #1f1f1f);
   stroke-width: 2;
+}}
+.agc-view .agc-badge {{
+  display: inline-block;
+  padding: 0 5px;
+  border-radius: 8px;
+  font-size: var(--jp-ui-font-size0, 11px);
+  white-space: nowrap;
+  color: var(--jp-ui-inverse-font-color1, #fff);
+  background: var(--jp-layout-color4, #757575);
+}}
+.agc-view .agc-badge-PENDING_APPROVAL, .agc-view .agc-badge-running {{
+  background: var(--jp-warn-color1, #f57c00);
+}}
+.agc-view .agc-badge-waiting_for_approval {{ background: var(--jp-accent-color1, #8e24aa); }}
+.agc-view .agc-badge-EXECUTED, .agc-view .agc-badge-completed, .agc-view .agc-badge-done {{
+  background: var(--jp-success-color1, #2e7d32);
+}}
+.agc-view .agc-badge-EXPIRED, .agc-view .agc-badge-failed, .agc-view .agc-badge-timed_out,
+.agc-view .agc-badge-cancelled {{
+  background: var(--jp-error-color1, #c62828);
+}}
+.agc-view .agc-counts {{ margin-left: 8px; }}
+/* Disabled controls, in every view and both themes: greyed and dimmed, whatever their style
+   (a primary or danger button keeps its colour otherwise, and reads as active in the dark
+   theme). The selectors outrank ipywidgets' own ``.jupyter-widgets.jupyter-button`` rules. */
+.agc-view .jupyter-widgets.jupyter-button:disabled,
+.agc-view .jupyter-widgets.jupyter-button.mod-primary:disabled,
+.agc-view .jupyter-widgets.jupyter-button.mod-danger:disabled,
+.agc-view .jupyter-widgets.jupyter-button.mod-success:disabled,
+.agc-view .jupyter-widgets.jupyter-button.mod-warning:disabled,
+.agc-view .jupyter-widgets.jupyter-button.mod-info:disabled,
+.agc-view .jupyter-widgets select:disabled,
+.agc-view .jupyter-widgets input:disabled,
+.agc-view .jupyter-widgets textarea:disabled {{
+  opacity: {DISABLED_OPACITY};
+  color: var(--jp-ui-font-color3, #9e9e9e);
+  background-color: var(--jp-layout-color2, #eeeeee);
+  box-shadow: none;
+  cursor: not-allowed;
 }}
 """
 

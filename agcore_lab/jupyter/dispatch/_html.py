@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from agcore_lab.jupyter.approval._html import badge
+from agcore_lab.jupyter.common.text import badge
 
 __all__ = ["TaskRow", "count_statuses", "render_counts", "render_tasks"]
 
@@ -26,6 +26,12 @@ class TaskRow:
     child_id: str | None
     reply: str | None = None
     error: str | None = None
+    child_status: str | None = None  # the child's own status (see dispatch/status.py)
+
+    @property
+    def shown_status(self) -> str:
+        """The child's own status once it exists, else the task's (``waiting``, ...)."""
+        return self.child_status or self.status.replace("_", " ")
 
 
 def count_statuses(statuses: Sequence[str]) -> dict[str, int]:
@@ -60,8 +66,9 @@ def _outcome(row: TaskRow) -> str:
 
 
 def render_tasks(rows: Sequence[TaskRow]) -> str:
-    """The tasks on one page: number, status, agent, task text, child session, and the
-    reply (a preview) or the error text."""
+    """The tasks on one page: number, status (the child's own once it exists: running,
+    waiting for approval, done, failed, timed out, cancelled; else waiting), agent, task text,
+    child session, and the reply (a preview) or the error text."""
     if not rows:
         return '<div class="agc-status">no tasks</div>'
     heads = "".join(
@@ -69,7 +76,7 @@ def render_tasks(rows: Sequence[TaskRow]) -> str:
     )
     body = "".join(
         f'<tr class="agc-task agc-task-{escape(r.status)}"><td>{r.index}</td>'
-        f"<td>{badge(r.status)}</td><td>{escape(r.agent_name)}</td>"
+        f"<td>{badge(r.shown_status)}</td><td>{escape(r.agent_name)}</td>"
         f'<td class="agc-task-text">{escape(_cut(r.task))}</td>'
         f"<td><code>{escape(r.child_id or '')}</code></td><td>{_outcome(r)}</td></tr>"
         for r in rows

@@ -10,29 +10,26 @@ unfinished tasks show ``cancelled``, and the finished ones keep their results an
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import html
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from agcore_lab.aio import bridge_loop
 from agcore_lab.engine.dispatch import DispatchConfig, DispatchProgress, SubTaskError, SubTaskResult
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._manager import live_session
-from agcore_lab.jupyter.approval._html import APPROVAL_STYLE
 from agcore_lab.jupyter.common.history_parts import button
 from agcore_lab.jupyter.common.tasks import BackgroundTask
 from agcore_lab.jupyter.common.text import error_line
 from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.jupyter.common.view import ManagerView
 from agcore_lab.jupyter.dispatch._html import TaskRow, count_statuses, render_counts, render_tasks
+from agcore_lab.jupyter.dispatch.runner import DispatchRun, Outcome
+from agcore_lab.jupyter.dispatch.status import child_state
 from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
 if TYPE_CHECKING:
@@ -43,8 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DispatchMonitor"]
 
-logger = logging.getLogger("agcore_lab")
-Outcome = Literal["running", "completed", "cancelled", "failed"]
 _BAR_STYLE = {"running": "info", "cancelled": "danger", "failed": "danger"}
 
 
@@ -54,7 +49,7 @@ def _error_text(error: SubTaskError) -> str:
     return f"{error.status}: {detail.removeprefix('agcore: ')}"
 
 
-class DispatchMonitor(ManagerView):
+class DispatchMonitor(DispatchRun, ManagerView):
     """Start ``manager.dispatch_all(parent_id, tasks, config)`` and show its progress live.
 
     Shows a progress bar (finished of all tasks), the counts — waiting, running, done, failed,
@@ -128,6 +123,7 @@ class DispatchMonitor(ManagerView):
         self.elapsed: float | None = None
         self._results: list[SubTaskResult | SubTaskError] | None = None
         self._replies: dict[str, str] = {}  # child id -> its reply, read as children finish
+        self.waiting_children: set[str] = set()  # children with a call waiting for approval
         self._live: DispatchProgress | None = None
         self._user_progress = on_progress
         self._began = False
@@ -135,7 +131,7 @@ class DispatchMonitor(ManagerView):
         self._settled = threading.Event()
         self._t0 = time.monotonic()
 
-        self.style_html.value = style_tag() + APPROVAL_STYLE
+        self.style_html.value = style_tag()
         self.bar = widgets.IntProgress(value=0, min=0, max=max(1, n), description=f"0/{n}")
         self.bar.add_class("agc-dispatch-bar")
         self.counts_html = widgets.HTML()
@@ -160,6 +156,8 @@ class DispatchMonitor(ManagerView):
         ]
         self.add_class("agc-dispatch-monitor")
         self._loader(self._snapshot, self._loaded)
+        # A child's approvals and turns arrive as manager events (from any kernel).
+        self._unsubscribe = manager.add_listener(self._on_event)
         self._render()
         self.dispatch_task: BackgroundTask[list[SubTaskResult | SubTaskError]] = BackgroundTask(
             self._run(), on_success=self._succeeded, on_error=self._failed
@@ -171,136 +169,49 @@ class DispatchMonitor(ManagerView):
 
             show(self)
 
-    # -- the dispatch -------------------------------------------------------------------------
-
-    async def _run(self) -> list[SubTaskResult | SubTaskError]:
-        self._began = True
-        try:
-            results = await self.manager.dispatch_all(
-                self.parent_id, self.tasks, self.config, on_progress=self._progressed
-            )
-            self.outcome = "completed"
-            return results
-        except asyncio.CancelledError:
-            self.outcome = "cancelled"
-            raise
-        except BaseException:
-            self.outcome = "failed"
-            raise
-        finally:
-            self.elapsed = time.monotonic() - self._t0
-            self.refresh()
-            if self.tree_browser is not None:
-                self.tree_browser.refresh()  # the children's final state
-            self._settled.set()
-
-    def _progressed(self, progress: DispatchProgress) -> None:
-        # On the background loop, inside dispatch_all: schedule a redraw, never block.
-        self._live = progress
-        self.refresh()
-        if self._user_progress is not None:
-            try:
-                self._user_progress(progress)
-            except Exception:  # a watcher's bug must not break the dispatch
-                logger.exception("on_progress callback failed")
-
-    def _succeeded(self, results: list[SubTaskResult | SubTaskError]) -> None:
-        self._results = results
-        self._render()
-        if self.tree_browser is not None:
-            self.tree_browser.refresh()  # the children's final statuses
-
-    def _failed(self, exc: BaseException) -> None:
-        if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
-            # Cancelled before the coroutine ever ran? Decide on the loop, behind anything the
-            # cancellation queued there (two hops: after the task's first step, if any).
-            loop = bridge_loop()
-            loop.call_soon_threadsafe(loop.call_soon, self._settle_unstarted)
-            return
-        self.error = exc
-        self.show_error(exc)
-        self._render()
-
-    def _settle_unstarted(self) -> None:
-        if self._began:
-            return  # _run's own cleanup reports the end
-        with self._lock:
-            self.outcome = "cancelled"
-            self.elapsed = time.monotonic() - self._t0
-            self.progress.statuses = ["cancelled"] * self.progress.total
-            self._settled.set()
-            self._render()
-
-    def cancel(self) -> bool:
-        """Cancel the dispatch: running children stop, unfinished tasks become ``cancelled``.
-
-        Returns ``False`` when the dispatch had already ended.
-        """
-        if self.outcome != "running" or self._settled.is_set():
-            return False
-        self._cancelling = True
-        self._render()
-        return self.dispatch_task.cancel()
-
     # -- loading and waiting ------------------------------------------------------------------
 
-    async def _snapshot(self) -> DispatchProgress | None:
+    def _on_event(self, event: Any) -> None:
+        # On the thread that made the change: only a child's own news schedule a reload.
+        if event.session_id in self.progress.child_ids or (
+            self._live is not None and event.session_id in self._live.child_ids
+        ):
+            self.refresh()
+
+    async def _snapshot(self) -> tuple[DispatchProgress | None, set[str]]:
         live = self._live
-        if live is None:
-            return None
-        snapshot = dataclasses.replace(
-            live, child_ids=list(live.child_ids), statuses=list(live.statuses)
+        snapshot = (
+            None
+            if live is None
+            else dataclasses.replace(
+                live, child_ids=list(live.child_ids), statuses=list(live.statuses)
+            )
         )
+        children = {c for c in (snapshot or self.progress).child_ids if c is not None}
+        waiting = {
+            c.session_id
+            for c in (self.manager.pending_calls() if children else [])
+            if c.session_id in children and c.status == "PENDING_APPROVAL"
+        }
+        if snapshot is None:
+            return None, waiting
         # Replies of children that finished, while the others still run (read once each).
         for child, status in zip(snapshot.child_ids, snapshot.statuses, strict=False):
             if status == "completed" and child is not None and child not in self._replies:
                 session = await live_session(self.manager, child)
                 answers = [m for m in session.messages if m.role == "assistant"] if session else []
                 self._replies[child] = answers[-1].text if answers else ""
-        return snapshot
+        return snapshot, waiting
 
-    def _loaded(self, snapshot: DispatchProgress | None) -> None:
+    def _loaded(self, loaded: tuple[DispatchProgress | None, set[str]]) -> None:
+        snapshot, waiting = loaded
         with self._lock:
             if snapshot is not None:
                 self.progress = snapshot
+            self.waiting_children = waiting
             self._render()
         if self.tree_browser is not None:
             self.tree_browser.redraw()  # the children's statuses come from the progress
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the dispatch ended and the view (and its tree) caught up; ``False`` on
-        timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def left() -> float | None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-        if not self._settled.wait(left()) or not self.dispatch_task.wait(left()):
-            return False
-        if not all(loader.wait(left()) for loader in self._loaders):
-            return False
-        browser = self.tree_browser
-        rest = left()
-        return browser is None or browser.wait(30.0 if rest is None else rest)
-
-    def results(self, timeout: float | None = None) -> list[SubTaskResult | SubTaskError]:
-        """Wait for the dispatch; its results in input order (a failed or timed-out task keeps
-        its place as a ``SubTaskError``).
-
-        Raises:
-            TimeoutError: Still running after ``timeout`` seconds.
-            concurrent.futures.CancelledError: The dispatch was cancelled (what finished is in
-                :meth:`to_dataframe` and in the store).
-        """
-        if not self.wait(timeout):
-            raise TimeoutError(f"the dispatch is still running after {timeout} s")
-        if self.outcome == "cancelled":
-            raise concurrent.futures.CancelledError(
-                "the dispatch was cancelled; monitor.to_dataframe() shows what finished"
-            )
-        if self.error is not None:
-            raise self.error
-        return list(self._results or [])
 
     # -- what is shown ------------------------------------------------------------------------
 
@@ -324,16 +235,24 @@ class DispatchMonitor(ManagerView):
             if reply is None and result is None and child is not None:
                 reply = self._replies.get(child)
             error = _error_text(result) if isinstance(result, SubTaskError) else None
-            rows.append(TaskRow(i, agent.name, text, p.statuses[i], p.child_ids[i], reply, error))
+            own = self._own_status(child, p.statuses[i])
+            rows.append(TaskRow(i, agent.name, text, p.statuses[i], child, reply, error, own))
         return rows
 
+    def _own_status(self, child: str | None, task_status: str) -> str | None:
+        if child is None:
+            return None
+        return child_state(task_status, waits_for_approval=child in self.waiting_children)
+
     def child_status(self, session_id: str) -> str | None:
-        """How the dispatch sees a child session: ``running``, ``completed``, ``failed``,
-        ``timed_out`` or ``cancelled`` (``None`` for other sessions)."""
+        """A child session's own status: ``running``, ``waiting for approval``, ``done``,
+        ``failed``, ``timed out`` or ``cancelled`` (``None`` for other sessions). It is known
+        from the moment the child exists and follows it live (a tool call waiting for a
+        decision, decided in any cell, view or kernel)."""
         p = self.progress
         for child, status in zip(p.child_ids, p.statuses, strict=False):
             if child == session_id:
-                return status
+                return self._own_status(child, status)
         return None
 
     def page_rows(self) -> Sequence[TaskRow]:
@@ -429,7 +348,7 @@ class DispatchMonitor(ManagerView):
     def _repr_html_(self) -> str:
         # Static fallback for nbviewer / exported HTML.
         return (
-            f'{style_tag()}{APPROVAL_STYLE}<div class="agc-view">{self._header()}'
+            f'{style_tag()}<div class="agc-view">{self._header()}'
             f"{render_counts(self.counts, self.progress.peak_running)}"
             f"{render_tasks(self.page_rows())}</div>"
         )

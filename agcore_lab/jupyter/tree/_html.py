@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from agcore_lab.jupyter.common.history_parts import format_cost, format_tokens, full_time
+from agcore_lab.jupyter.common.text import ago
 
 __all__ = [
     "TreeRow",
@@ -99,7 +100,11 @@ def render_tree(
     selected: str | None = None,
     status: Callable[[Any], str] = node_status,
 ) -> str:
-    """Rows as an HTML list (for the static fallback); every field escaped."""
+    """Rows as an HTML list (for the static fallback); every field escaped.
+
+    Each row says when the session was last written as an exact time (a saved page has no
+    clock to keep "3 min ago" true), with the relative time as of the snapshot on hover.
+    """
     items = []
     for row in rows:
         node = row.node
@@ -110,7 +115,10 @@ def render_tree(
             f"{node.turn_index} turn{'' if node.turn_index == 1 else 's'} · "
             f"{escape(format_cost(node.cost_usd))} · "
             f'<span class="agc-status-{escape(str(node.status))}">{escape(status(node))}'
-            f'</span> <code class="agc-meta">{escape(node.session_id)}</code></div>'
+            f'</span> · <time class="agc-updated" datetime="{node.updated_at.isoformat()}" '
+            f'title="{escape(ago(node.updated_at))} (when saved)">updated '
+            f"{escape(full_time(node.updated_at))} UTC</time> "
+            f'<code class="agc-meta">{escape(node.session_id)}</code></div>'
         )
     if not items:
         return '<div class="agc-status">no sessions yet</div>'
@@ -132,6 +140,7 @@ def render_details(node: Any, status: str | None = None) -> str:
         ("tokens", format_tokens(node.total_tokens)),
         ("cost", format_cost(node.cost_usd)),
         ("created", f"{full_time(node.created_at)} UTC"),
+        ("updated", f"{full_time(node.updated_at)} UTC ({ago(node.updated_at)})"),
     )
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in fields)
     return f'<table class="agc-table agc-details">{rows}</table>'

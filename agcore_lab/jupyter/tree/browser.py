@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -23,11 +24,10 @@ from agcore_lab.jupyter.common.history_parts import button, render_memory
 from agcore_lab.jupyter.common.text import plural
 from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.jupyter.common.view import ManagerView
-from agcore_lab.jupyter.tree._html import TreeRow, find_node, flatten, render_details, render_tree
+from agcore_lab.jupyter.tree._html import TreeRow, find_node, render_details, render_tree
 from agcore_lab.jupyter.tree.actions import TreeActions
-from agcore_lab.jupyter.tree.rows import COLUMNS, SORT_KEYS, status_text, table_row
-from agcore_lab.jupyter.tree.rows import open_rows as _open_rows
-from agcore_lab.jupyter.tree.rows import search_rows as _search
+from agcore_lab.jupyter.tree.rows import COLUMNS, status_text, table_row
+from agcore_lab.jupyter.tree.shape import TreeShape
 from agcore_lab.jupyter.tree.table import TreeTable
 
 if TYPE_CHECKING:
@@ -38,17 +38,20 @@ __all__ = ["SessionTreeBrowser"]
 MAX_MARKS = 500  # sessions of a scoped tree whose stored dispatch status is read
 
 
-class SessionTreeBrowser(TreeActions, ManagerView):
+class SessionTreeBrowser(TreeShape, TreeActions, ManagerView):
     """The sessions of a manager as a collapsible tree: select one to see its details and memory.
 
-    The tree is a table (an anywidget front-end, :class:`~agcore_lab.jupyter.tree.table.TreeTable`)
-    with columns agent, session, turns, tokens, cost, status and created. Click a row to select
-    it, ▸/▾ to collapse or expand its children (:meth:`toggle`), a column head to sort siblings
-    by it (:meth:`sort`), and type in the search box to keep the sessions whose id or agent
-    matches, with their ancestors (:meth:`search`). The status is text and colour: ``live``
-    (held by this manager), ``stored`` (only in the store: recover it to use it), ``orphan``
-    (its parent was destroyed), ``waiting for approval`` (a tool call of it waits), and — in a
-    :class:`~agcore_lab.jupyter.DispatchMonitor` — the dispatch's ``running``, ``completed``,
+    The tree is a table (an anywidget front-end,
+    :class:`~agcore_lab.jupyter.tree.table.TreeTable`) with columns agent, session, turns,
+    tokens, cost, status, updated and created. *Updated* is when the session's stored row was
+    last written, as a relative time (``3 min ago``, kept current in the browser) with the
+    exact time on hover. Click a row to select it, ▸/▾ to collapse or expand its children
+    (:meth:`toggle`), a column head to sort siblings by it (:meth:`sort`), and type in the
+    search box to keep the sessions whose id or agent matches, with their ancestors
+    (:meth:`search`). The status is text and colour: ``live`` (held by this manager),
+    ``stored`` (only in the store: recover it to use it), ``orphan`` (its parent was
+    destroyed), ``waiting for approval`` (a tool call of it waits), and — in a
+    :class:`~agcore_lab.jupyter.DispatchMonitor` — the child's own ``running``, ``done``,
     ``failed``, ``timed out`` or ``cancelled``. Large trees are paged (``page_size`` rows a
     page), so thousands of sessions never reach the browser at once.
 
@@ -216,58 +219,6 @@ class SessionTreeBrowser(TreeActions, ManagerView):
                 "" if sid is None else f"<div class='agc-meta'>memory</div>{render_memory(memory)}"
             )
 
-    # -- search, sort, collapse ---------------------------------------------------------------
-
-    def _reshape(self) -> None:
-        """Recompute the shown rows from the tree: sort siblings, then search or collapse."""
-        table = self.tree_table
-        key = SORT_KEYS.get(table.sort_key)
-        roots = getattr(self, "_all_roots", [])
-        self.all_rows = flatten(roots, order=None if key is None else (key, table.descending))
-        query = table.query.strip().lower()
-        if query:
-            self.rows = _search(self.all_rows, query)
-        else:
-            self.rows = _open_rows(self.all_rows, set(table.collapsed))
-
-    def search(self, query: str) -> None:
-        """Show only sessions whose id or agent contains ``query`` (with their ancestors);
-        ``""`` shows the whole tree again. (What typing in the search box does.)"""
-        self.tree_table.query = query
-
-    def sort(self, column: str, *, descending: bool = False) -> None:
-        """Sort siblings by ``column`` (``agent``, ``id``, ``turns``, ``tokens``, ``cost``,
-        ``status``, ``created``; ``""``: tree order). (What a click on a column head does.)
-
-        Raises:
-            InvalidInputError: Unknown column.
-        """
-        if column and column not in SORT_KEYS:
-            raise InvalidInputError(
-                f"cannot sort by {column!r}; columns: {', '.join(sorted(SORT_KEYS))}"
-            )
-        with self.tree_table.hold_trait_notifications():
-            self.tree_table.sort_key = column
-            self.tree_table.descending = descending
-
-    def toggle(self, session_id: str) -> None:
-        """Collapse or expand a session's children (what a click on ▸/▾ does)."""
-        self.tree_table.toggle(session_id)
-
-    def _reshaped(self, _change: Any) -> None:
-        with self._lock:
-            self._reshape()
-            self.page = 0
-            index = None if self.selected is None else self._index(self.selected)
-            if index is not None:
-                self.page = index // self.page_size
-            self._render()
-
-    def _collapsed(self, _change: Any) -> None:
-        with self._lock:
-            self._reshape()
-            self._render()
-
     # -- what is shown ------------------------------------------------------------------------
 
     def _row_count(self) -> int:
@@ -292,15 +243,16 @@ class SessionTreeBrowser(TreeActions, ManagerView):
         extra = self.status_of(node.session_id) if self.status_of is not None else None
         return status_text(node, extra or self.marks.get(node.session_id), self.waiting)
 
-    def _table_row(self, row: TreeRow, collapsed: set[str]) -> dict[str, Any]:
-        return table_row(row, self.status(row.node), collapsed)
+    def _table_row(self, row: TreeRow, collapsed: set[str], now: datetime) -> dict[str, Any]:
+        return table_row(row, self.status(row.node), collapsed, now)
 
     def _render(self) -> None:
         with self._lock:
             self._render_paging()
             rows = self.page_rows()
             collapsed = set(self.tree_table.collapsed)
-            table_rows = [self._table_row(r, collapsed) for r in rows]
+            now = datetime.now(UTC)
+            table_rows = [self._table_row(r, collapsed, now) for r in rows]
             on_page = any(r.node.session_id == self.selected for r in rows)
             self._quiet = True
             try:
@@ -383,23 +335,6 @@ class SessionTreeBrowser(TreeActions, ManagerView):
                 self.page = index // self.page_size
             self._render()
         self._memory_loader.request()
-
-    def _reveal(self, session_id: str) -> None:
-        ancestors = set()
-        node = self._find(session_id)
-        while node is not None and node.parent_id is not None:
-            ancestors.add(node.parent_id)
-            node = self._find(node.parent_id)
-        self._quiet = True
-        try:
-            with self.tree_table.hold_trait_notifications():
-                self.tree_table.query = ""
-                self.tree_table.collapsed = [
-                    i for i in self.tree_table.collapsed if i not in ancestors
-                ]
-        finally:
-            self._quiet = False
-        self._reshape()
 
     # -- lifetime and reprs -------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agcore_lab.jupyter.common.history_parts import format_cost, format_tokens
+from agcore_lab.jupyter.common.history_parts import format_cost, format_tokens, full_time
+from agcore_lab.jupyter.common.text import ago
 from agcore_lab.jupyter.tree._html import TreeRow
 
 __all__ = [
@@ -28,6 +29,7 @@ COLUMNS: list[dict[str, str]] = [
     {"key": "tokens", "label": "tokens", "align": "right"},
     {"key": "cost", "label": "cost", "align": "right"},
     {"key": "status", "label": "status", "align": "left"},
+    {"key": "updated", "label": "updated", "align": "left"},
     {"key": "created", "label": "created (UTC)", "align": "left"},
 ]
 """The tree table's columns (the first one carries the indentation)."""
@@ -39,6 +41,7 @@ SORT_KEYS: dict[str, Callable[[Any], Any]] = {
     "tokens": lambda n: (n.total_tokens, n.session_id),
     "cost": lambda n: (n.cost_usd, n.session_id),
     "status": lambda n: (str(n.status), n.orphan, n.session_id),
+    "updated": lambda n: (n.updated_at, n.session_id),
     "created": lambda n: (n.created_at, n.session_id),
 }
 """How siblings are ordered by each column."""
@@ -51,6 +54,7 @@ _TONES = (
     ("running", "info"),
     ("orphan", "warn"),
     ("completed", "ok"),
+    ("done", "ok"),
     ("live", "ok"),
     ("stored", "muted"),
 )
@@ -103,7 +107,7 @@ def status_text(node: Any, extra: str | None, waiting: set[str]) -> str:
     parts = []
     if extra and extra != "waiting":
         parts.append(extra.replace("_", " "))
-    if node.session_id in waiting:
+    if node.session_id in waiting and "waiting for approval" not in parts:
         parts.append("waiting for approval")
     parts.append(str(node.status))
     if getattr(node, "orphan", False):
@@ -111,8 +115,14 @@ def status_text(node: Any, extra: str | None, waiting: set[str]) -> str:
     return " · ".join(parts)
 
 
-def table_row(row: TreeRow, status: str, collapsed: set[str]) -> dict[str, Any]:
-    """One row for the tree table (see :class:`~agcore_lab.jupyter.tree.table.TreeTable`)."""
+def table_row(
+    row: TreeRow, status: str, collapsed: set[str], now: datetime | None = None
+) -> dict[str, Any]:
+    """One row for the tree table (see :class:`~agcore_lab.jupyter.tree.table.TreeTable`).
+
+    ``updated`` is relative (``3 min ago``, from ``now``); its exact time is the cell's hover
+    text, and ``stamps`` gives the browser the moment so it keeps the words current.
+    """
     node = row.node
     return {
         "id": node.session_id,
@@ -128,6 +138,9 @@ def table_row(row: TreeRow, status: str, collapsed: set[str]) -> dict[str, Any]:
             "tokens": format_tokens(node.total_tokens),
             "cost": format_cost(node.cost_usd),
             "status": status,
+            "updated": ago(node.updated_at, now),
             "created": short_time(node.created_at),
         },
+        "titles": {"updated": f"{full_time(node.updated_at)} UTC"},
+        "stamps": {"updated": node.updated_at.timestamp() * 1000},
     }

@@ -8,6 +8,20 @@ function el(tag, className, text) {
   return node;
 }
 
+// How long ago a moment (ms since the epoch) was, in the words Python's common.text.ago uses.
+export function ago(stamp, now = Date.now()) {
+  const seconds = (now - stamp) / 1000;
+  if (seconds < 10) return "just now";
+  if (seconds < 60) return Math.floor(seconds) + " s ago";
+  if (seconds < 3600) return Math.floor(seconds / 60) + " min ago";
+  if (seconds < 86400) return Math.floor(seconds / 3600) + " h ago";
+  if (seconds < 30 * 86400) {
+    const days = Math.floor(seconds / 86400);
+    return days + (days === 1 ? " day ago" : " days ago");
+  }
+  return new Date(stamp).toISOString().slice(0, 10);
+}
+
 function render({ model, el: root }) {
   root.classList.add("agc-tt");
   const bar = el("div", "agc-tt-bar");
@@ -83,6 +97,9 @@ function render({ model, el: root }) {
         const td = el("td", column.align === "right" ? "agc-tt-right" : "");
         td.dataset.key = column.key;
         const text = (row.cells || {})[column.key];
+        const hover = (row.titles || {})[column.key];
+        if (hover) td.title = hover;
+        const stamp = (row.stamps || {})[column.key];
         if (index === 0) {
           td.style.paddingLeft = 4 + 16 * (row.depth || 0) + "px";
           if (row.kids > 0) {
@@ -106,6 +123,10 @@ function render({ model, el: root }) {
           td.append(el("span", "agc-tt-status agc-tone-" + (row.tone || "muted"), text));
         } else if (column.key === "id") {
           td.append(el("span", "agc-tt-id", text));
+        } else if (stamp !== undefined && stamp !== null) {
+          // A relative time ("3 min ago"): kept current by the timer below.
+          td.dataset.stamp = String(stamp);
+          td.textContent = ago(Number(stamp));
         } else {
           td.textContent = text == null ? "" : String(text);
         }
@@ -137,6 +158,13 @@ function render({ model, el: root }) {
     if (document.activeElement !== search) search.value = model.get("query") || "";
   });
   draw();
+  // Relative times go stale while the table is open: reword them twice a minute.
+  const timer2 = setInterval(() => {
+    for (const td of body.querySelectorAll("td[data-stamp]")) {
+      td.textContent = ago(Number(td.dataset.stamp));
+    }
+  }, 30000);
+  return () => clearInterval(timer2);
 }
 
 export default { render };

@@ -16,6 +16,7 @@ from agcore_lab import (
     Completed,
     DispatchConfig,
     DispatchError,
+    DispatchProgress,
     Message,
     ScriptedModel,
     SessionManager,
@@ -229,6 +230,23 @@ def test_progress_callback_sees_every_stage(tmp_path: Path) -> None:
     )
     assert snapshots[0] == (3, 1, 0) and snapshots[-1] == (0, 0, 4)
     assert max(running for _, running, _ in snapshots) == 2
+
+
+def test_progress_names_each_child_as_soon_as_it_exists(tmp_path: Path) -> None:
+    # A watcher (the DispatchMonitor) must see a child while its turn runs, not only after.
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel(lambda m: "ok", latency=0.05))
+    seen: list[tuple[str, str | None, int]] = []
+
+    def watch(p: DispatchProgress) -> None:
+        child = p.child_ids[0]
+        record = manager.store.get_session(child) if child else None
+        seen.append((p.statuses[0], child, record.turn_index if record else -1))
+
+    manager.dispatch_all_sync(lead, [(worker, "one")], on_progress=watch)
+    running_with_child = [s for s in seen if s[0] == "running" and s[1] is not None]
+    assert running_with_child and running_with_child[0][2] == 0  # named before its turn ended
+    assert seen[-1][0] == "completed" and seen[-1][1] == running_with_child[0][1]
 
 
 def test_dispatch_stream_events_in_order(tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import html
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 
 from agcore_lab import (
     Agent,
+    Approve,
     DispatchConfig,
     DispatchProgress,
     InvalidInputError,
@@ -24,6 +27,8 @@ from agcore_lab import (
     SqliteStore,
     SubTaskError,
     SubTaskResult,
+    Tool,
+    ToolCall,
 )
 from agcore_lab.jupyter import DispatchMonitor
 
@@ -104,7 +109,8 @@ def test_runs_the_dispatch_and_shows_it_finished(
         r"Done in \d+\.\d\d s: 8 completed, 0 failed\.", _text(monitor.status_html.value)
     )
     table = _text(monitor.table_html.value)
-    assert table.count("completed") == 8 and all(r.child_id in table for r in results)
+    # Each row shows its child's own status.
+    assert table.count("done") == 8 and all(r.child_id in table for r in results)
     assert repr(monitor) == (
         "DispatchMonitor(8 tasks: 8 done, 0 failed, 0 running, 0 waiting, 0 cancelled; completed)"
     )
@@ -162,8 +168,15 @@ def test_cancel_stops_the_unfinished_tasks_and_keeps_the_finished(
     records = [manager.store.get_session(c) for c in children]
     marks = [r.metadata.get("dispatch") for r in records if r is not None]
     assert marks.count("cancelled") == 2
-    done = [c for c in monitor.progress.child_ids if c is not None]
+    # Every child is known, the cancelled ones too (named as soon as they existed).
+    pairs = list(zip(monitor.progress.child_ids, monitor.progress.statuses, strict=True))
+    assert all(c is not None for c, _ in pairs) and set(monitor.progress.child_ids) == set(children)
+    done = [c for c, status in pairs if status == "completed" and c is not None]
     assert len(done) == 2
+    for child, status in pairs[2:]:
+        record = manager.store.get_session(child or "")
+        assert status == "cancelled" and record is not None
+        assert record.metadata.get("dispatch") == "cancelled"
     for child in done:
         assert str(manager.child_memory(child)["result_summary"]).startswith("ok: ")
         assert manager.checkpointer.list_checkpoints_sync(child)[0].turn_index == 1
@@ -282,7 +295,7 @@ def test_stale_a_failed_child_says_failed_with_its_error_and_replies_are_preview
     statuses = {r["id"]: r["cells"]["status"] for r in tree.tree_table.rows}
     assert set(statuses) == {lead, rows[0].child_id, rows[1].child_id}
     assert statuses[rows[1].child_id].startswith("failed")
-    assert statuses[rows[0].child_id].startswith("completed")
+    assert statuses[rows[0].child_id].startswith("done")
     bad_row = next(r for r in tree.tree_table.rows if r["id"] == rows[1].child_id)
     assert bad_row["tone"] == "error"
 
@@ -308,3 +321,86 @@ def test_a_finished_childs_reply_shows_while_the_others_run(
     assert "fast: one" in _text(monitor.table_html.value)
     monitor.cancel()
     assert monitor.wait(30)
+
+
+class _GatedModel(ScriptedModel):
+    """Answers only once ``gate`` is set: a model call that blocks (without blocking the loop)."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__(lambda messages: f"finished: {messages[-1].text}")
+        self.gate = gate
+
+    async def complete(self, messages: Sequence[Message], *, tools: Sequence[Any] = ()) -> Any:
+        while not self.gate.is_set():
+            await asyncio.sleep(0.01)
+        return await super().complete(messages, tools=tools)
+
+
+def test_a_running_child_shows_its_own_status_live_then_done(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    gate = threading.Event()
+    gated = Agent(name="gated", model=_GatedModel(gate))
+    monitor = make_monitor(manager, lead, [(gated, "one"), (gated, "two")])
+    browser = monitor.tree_browser
+    # While the model call blocks, each child is known and shows "running": in the table, in
+    # child_status() and in the embedded tree.
+    assert _until(lambda: all(monitor.progress.child_ids))
+    children = list(monitor.progress.child_ids)
+    assert _until(lambda: [r.shown_status for r in monitor.rows()] == ["running", "running"])
+    table = _text(monitor.table_html.value)
+    assert all(c in table for c in children)
+    assert monitor.table_html.value.count('class="agc-badge agc-badge-running"') == 2
+    assert [monitor.child_status(c) for c in children] == ["running", "running"]
+    assert _until(
+        lambda: {r["id"]: r["cells"]["status"] for r in browser.tree_table.rows}.get(
+            children[0], ""
+        ).startswith("running")
+    )
+    assert monitor.outcome == "running"
+    gate.set()
+    assert monitor.wait(30)
+    assert [r.shown_status for r in monitor.rows()] == ["done", "done"]
+    assert [monitor.child_status(c) for c in children] == ["done", "done"]
+    statuses = {r["id"]: r["cells"]["status"] for r in browser.tree_table.rows}
+    assert statuses[children[0]].startswith("done") and statuses[children[1]].startswith("done")
+    assert monitor.table_html.value.count('class="agc-badge agc-badge-done"') == 2
+    assert "finished: one" in _text(monitor._repr_html_())
+
+
+def _approval_worker(runs: list[int]) -> Agent:
+    def transfer(amount: int) -> str:
+        """Move money.
+
+        Args:
+            amount: How much.
+        """
+        runs.append(amount)
+        return f"sent {amount}"
+
+    tool = Tool.from_function(transfer, name="transfer", requires_approval=True)
+    script: list[Any] = [ToolCall(name="transfer", arguments={"amount": 5}), "paid"]
+    return Agent(name="payer", model=ScriptedModel(script), tools=[tool])
+
+
+def test_a_child_waiting_for_approval_says_so_until_it_is_decided(
+    manager: SessionManager, lead: str, make_monitor: Any
+) -> None:
+    runs: list[int] = []
+    monitor = make_monitor(manager, lead, [(_approval_worker(runs), "pay")])
+    assert monitor.wait(30)
+    (child,) = monitor.progress.child_ids
+    assert child is not None and monitor.progress.statuses == ["completed"]
+    # The dispatch counts the task completed, but the child's turn stopped at the tool call.
+    assert monitor.child_status(child) == "waiting for approval"
+    assert monitor.rows()[0].shown_status == "waiting for approval"
+    assert "waiting for approval" in _text(monitor.table_html.value)
+    tree_status = next(r for r in monitor.tree_browser.tree_table.rows if r["id"] == child)
+    assert tree_status["cells"]["status"].count("waiting for approval") == 1
+    # Decided in a cell: the manager's event brings the monitor up to date.
+    (call,) = manager.pending_calls(child)
+    manager.resume_sync(child, call.run_id, call.interrupt_id, Approve())
+    assert runs == [5]
+    assert _until(lambda: monitor.child_status(child) == "done")
+    assert _until(lambda: "waiting for approval" not in _text(monitor.table_html.value))
+    assert monitor.rows()[0].shown_status == "done"

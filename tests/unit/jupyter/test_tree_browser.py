@@ -373,3 +373,51 @@ def test_scoped_to_a_root_and_says_when_it_is_gone(
         assert _ids(view) == [] and "was destroyed" in view.tree_table.empty
     finally:
         view.close()
+
+
+def test_updated_is_the_sessions_last_write_relative_with_the_exact_time_on_hover(
+    manager: SessionManager, browser: SessionTreeBrowser, tree: dict[str, str]
+) -> None:
+    # a was created before b; a turn in a makes it the most recently updated.
+    before = manager.tree_sync().find(tree["a"])
+    assert before is not None and before.updated_at >= before.created_at
+    manager.submit_turn_sync(tree["a"], "news")
+    assert browser.wait(10)
+    node_a = manager.tree_sync().find(tree["a"])
+    node_b = manager.tree_sync().find(tree["b"])
+    assert node_a is not None and node_b is not None
+    assert node_a.updated_at > before.updated_at and node_a.updated_at > node_b.updated_at
+    assert node_a.updated_at == manager.store.get_session(tree["a"]).updated_at  # type: ignore[union-attr]
+    assert "updated" in {c["key"] for c in browser.tree_table.columns}
+    row = next(r for r in browser.tree_table.rows if r["id"] == tree["a"])
+    assert row["cells"]["updated"] == "just now"
+    assert row["titles"]["updated"] == node_a.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert row["stamps"]["updated"] == node_a.updated_at.timestamp() * 1000
+    # Sortable: the most recently written sibling first.
+    browser.sort("updated", descending=True)
+    assert _ids(browser) == [tree["root"], tree["a"], tree["a1"], tree["b"]]
+    browser.sort("updated")
+    assert _ids(browser) == [tree["root"], tree["b"], tree["a"], tree["a1"]]
+    # Details and the static snapshot give the exact time (a saved page has no clock).
+    browser.select(tree["a"])
+    exact = node_a.updated_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert f"updated{exact} UTC (just now)" in _text(browser.details_html.value)
+    snapshot = browser._repr_html_()
+    assert f"updated {exact} UTC" in _text(snapshot)
+    assert f'datetime="{node_a.updated_at.isoformat()}"' in snapshot
+    frame = manager.tree_sync().to_dataframe().set_index("session_id")
+    assert frame.loc[tree["a"], "updated_at"] == node_a.updated_at
+
+
+def test_ago_words() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agcore_lab.jupyter.common.text import ago
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    words = [ago(now - timedelta(seconds=s), now) for s in (0, 9, 10, 59, 60, 3599, 3600)]
+    assert words == ["just now", "just now", "10 s ago", "59 s ago", "1 min ago", "59 min ago"] + [
+        "1 h ago"
+    ]
+    assert ago(now - timedelta(days=2), now) == "2 days ago"
+    assert ago(now - timedelta(days=40), now) == "2026-10-22"
