@@ -11,6 +11,7 @@ Both are looked at in the light and the dark theme; both stay within the height 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -60,6 +61,15 @@ def test_dispatch_monitor_cancel_in_jupyterlab(page: Any, jupyter_lab: Any) -> N
     tree_rows = view.locator(".agc-tree-browser tr.agc-tt-row")
     expect(tree_rows).to_have_count(5, timeout=30_000)  # the lead and its four children
     expect(view.locator(".agc-tt-status", has_text="failed")).to_have_count(1)
+    # The slow children's own status while their model calls run: "running", in the table
+    # (with their session) and in the tree; the quick one is "done".
+    running = table.locator("tr.agc-task-running")
+    expect(running).to_have_count(2)
+    expect(running.locator(".agc-badge-running")).to_have_count(2)
+    expect(running.locator("code").first).to_have_text(re.compile(r"^ses_"))
+    expect(table.locator("tr.agc-task-completed .agc-badge-done")).to_have_text("done")
+    expect(view.locator(".agc-tt-status", has_text="running")).to_have_count(2)
+    expect(view.locator(".agc-tt-status", has_text="done")).to_have_count(1)
     jupyter_lab.screenshot(page, "dispatch_light")
 
     view.locator("button.jupyter-button", has_text="Cancel").first.click()

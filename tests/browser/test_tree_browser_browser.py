@@ -4,6 +4,7 @@ light and dark screenshots."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -55,6 +56,21 @@ def test_tree_browser_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     colour = rows.first.locator(".agc-tt-status").evaluate("e => getComputedStyle(e).color")
     assert colour not in ("rgb(0, 0, 0)", ""), colour  # the status has a colour, not just text
     jupyter_lab.screenshot(page, "tree_light")
+
+    # "updated": the session's last write, in words, the exact time on hover; sortable.
+    updated = rows.first.locator("td[data-key=updated]")
+    expect(updated).to_have_text(re.compile(r"^(just now|\d+ s ago|\d+ min ago)$"))
+    exact = updated.get_attribute("title") or ""
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", exact), exact
+    ids = [rows.nth(i).get_attribute("data-id") for i in range(4)]  # root, a, a1, b
+    head = view.locator("th[data-key=updated]")
+    head.click()
+    head.click()  # descending: the most recently written sibling (b) first
+    expect(head).to_contain_text("▼")
+    expect(rows.nth(1)).to_have_attribute("data-id", ids[3] or "")
+    assert [rows.nth(i).get_attribute("data-id") for i in range(4)] == [ids[0], ids[3], *ids[1:3]]
+    head.click()  # a third click: tree order again
+    expect(rows.nth(1)).to_have_attribute("data-id", ids[1] or "")
 
     # Search by agent: the match and its ancestor stay.
     view.locator("input.agc-tt-search").fill("critic")
