@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from html import escape
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.ids import utcnow
@@ -38,70 +39,9 @@ __all__ = [
 MAX_ARGS_CHARS = 4000
 INLINE_ARGS_CHARS = 100  # arguments whose one-line JSON is this short take one line
 
-APPROVAL_STYLE = """<style>
-.agc-view .agc-call {
-  border: 1px solid var(--jp-border-color2, #e0e0e0);
-  border-left: 3px solid var(--jp-warn-color1, #f57c00);
-  border-radius: 3px;
-  padding: 4px 8px;
-  margin: 4px 0;
-}
-.agc-view .agc-call.agc-call-done { border-left-color: var(--jp-border-color1, #bdbdbd); }
-.agc-view .agc-call.agc-call-doubt { border-left: 4px solid var(--jp-error-color1, #c62828); }
-.agc-view .agc-call > .widget-hbox, .agc-view .agc-call > .widget-html { margin: 1px 0; }
-.agc-view .agc-call .agc-call-top { align-items: center; }
-.agc-view .agc-call .agc-call-top .widget-checkbox { width: 22px; flex: none; }
-.agc-view .agc-call .agc-call-body { align-items: flex-start; }
-.agc-view .agc-call .agc-call-body > .widget-html { flex: 1 1 auto; min-width: 0; }
-.agc-view .agc-call .agc-call-body > .widget-hbox { flex: none; }
-.agc-view .agc-call .agc-call-body > .widget-html + .widget-html { flex: none; }
-.agc-view .agc-call .agc-time-left { white-space: nowrap; }
-.agc-view .agc-doubt {
-  padding: 2px 6px;
-  color: var(--jp-ui-font-color1, #1f1f1f);
-  background: color-mix(in srgb, var(--jp-error-color2, #ef9a9a) 35%, transparent);
-  border-left: 3px solid var(--jp-error-color1, #c62828);
-}
-.agc-view .agc-doubt b { color: var(--jp-ui-font-color0, #000); }
-.agc-view .agc-badge.agc-badge-doubt { background: var(--jp-error-color1, #c62828); }
-.agc-view .agc-outcome-settled { border-left-color: var(--jp-brand-color1, #1976d2); }
-.agc-view details.agc-turn > summary { cursor: pointer; }
-.agc-view .agc-turn-rows { display: flex; flex-direction: column; gap: 2px; margin: 2px 0; }
-.agc-view .agc-bulk { align-items: center; }
-.agc-view pre.agc-args, .agc-view pre.agc-result {
-  margin: 2px 0;
-  padding: 3px 6px;
-  white-space: pre-wrap;
-  overflow-wrap: anywhere;
-  font-family: var(--jp-code-font-family, monospace);
-  font-size: var(--jp-code-font-size, 12px);
-  background: var(--jp-layout-color2, #eeeeee);
-  color: var(--jp-ui-font-color1, #1f1f1f);
-}
-.agc-view .agc-time-left { color: var(--jp-ui-font-color2, #555); }
-.agc-view .agc-time-left.agc-expired { color: var(--jp-error-color1, #c62828); }
-.agc-view .agc-time-left.agc-expiring { color: var(--jp-warn-color1, #f57c00); font-weight: 600; }
-.agc-view .agc-warning {
-  padding: 3px 6px;
-  color: var(--jp-ui-font-color1, #1f1f1f);
-  background: color-mix(in srgb, var(--jp-warn-color2, #ffe082) 40%, transparent);
-  border-left: 3px solid var(--jp-warn-color1, #f9a825);
-}
-.agc-view .agc-outcome {
-  padding: 3px 6px;
-  border-left: 3px solid var(--jp-success-color1, #2e7d32);
-}
-.agc-view .agc-outcome-rejected, .agc-view .agc-outcome-resolved {
-  border-left-color: var(--jp-border-color1, #bdbdbd);
-}
-.agc-view .agc-outcome-conflict, .agc-view .agc-outcome-expired,
-.agc-view .agc-outcome-not_found, .agc-view .agc-outcome-invalid,
-.agc-view .agc-outcome-failed {
-  border-left-color: var(--jp-error-color1, #c62828);
-  color: var(--jp-error-color1, #c62828);
-}
-.agc-view .agc-reply { white-space: pre-wrap; overflow-wrap: anywhere; }
-</style>"""
+APPROVAL_STYLE = (
+    "<style>" + (Path(__file__).parent / "approval.css").read_text(encoding="utf-8") + "</style>"
+)
 
 
 def arguments_json(arguments: object) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from pathlib import Path
 
 from agcore_lab.jupyter.common.text import plural
 from agcore_lab.rag.splitter import ChunkSpan
@@ -30,29 +31,7 @@ _PALETTE = (
     ("--jp-error-color1", "#c62828"),
 )
 CHUNK_STYLE = (
-    "<style>"
-    ".agc-view .agc-chunked { white-space: pre-wrap; overflow-wrap: anywhere;"
-    " max-height: 220px; overflow-y: auto; padding: 4px 6px;"
-    " font-family: var(--jp-code-font-family, monospace);"
-    " font-size: var(--jp-code-font-size, 12px);"
-    " border: 1px solid var(--jp-border-color2, #e0e0e0); }"
-    ".agc-view .agc-ck { border-radius: 2px; }"
-    + "".join(
-        f".agc-view .agc-ck{i} {{ background: color-mix(in srgb, var({var}, {fallback}) 28%,"
-        " transparent); }"
-        for i, (var, fallback) in enumerate(_PALETTE)
-    )
-    + ".agc-view .agc-ck-overlap { outline: 1px dashed var(--jp-warn-color0, #e65100);"
-    " background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 45%, transparent); }"
-    ".agc-view .agc-ck-label { font-size: 9px; vertical-align: super;"
-    " color: var(--jp-ui-font-color2, #555); font-family: var(--jp-ui-font-family, sans-serif); }"
-    ".agc-view svg.agc-hist rect { fill: var(--jp-brand-color1, #1976d2); opacity: 0.75; }"
-    ".agc-view svg.agc-hist .agc-size-line { stroke: var(--jp-warn-color1, #f57c00);"
-    " stroke-dasharray: 3 2; }"
-    ".agc-view .agc-chunk-table-box { max-height: 260px; overflow-y: auto; flex: 1 1 auto; }"
-    ".agc-view .agc-chunk-table th { position: sticky; top: 0;"
-    " background: var(--jp-layout-color2, #eee); }"
-    "</style>"
+    "<style>" + (Path(__file__).parent / "chunks.css").read_text(encoding="utf-8") + "</style>"
 )
 
 
