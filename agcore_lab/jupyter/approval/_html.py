@@ -1,9 +1,9 @@
 """HTML for pending tool calls and their outcomes; every value goes through ``escape``.
 
 Tool arguments, results and replies come from models and users: they are shown as text (the
-arguments as indented JSON), never as markup. :data:`APPROVAL_STYLE` adds the rules the
-approval panel and the dispatch monitor need to the shared theme (:mod:`._theme`), scoped
-under ``.agc-view`` like the rest.
+arguments as indented JSON), never as markup. :data:`APPROVAL_STYLE` adds the approval
+panel's rules (``approval.css`` beside this module) to the shared theme
+(:mod:`agcore_lab.jupyter.common.theme`), scoped under ``.agc-view`` like the rest.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Message text comes from users and models: every piece goes through ``escape``. Used by the diff
 grid (:mod:`agcore_lab.jupyter.diff.render`) and by the turn behind an approval
-(:mod:`agcore_lab.jupyter.approval.turn`); the CSS classes are in :mod:`.theme`.
+(:mod:`agcore_lab.jupyter.approval.turn`); the CSS classes are in ``theme.css``.
 """
 
 from __future__ import annotations

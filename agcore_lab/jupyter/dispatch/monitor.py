@@ -56,10 +56,12 @@ class DispatchMonitor(DispatchRun, ManagerView):
     cancelled, and the peak of concurrently running children — a paged table of the tasks with
     their status, child session and reply preview (read as each child finishes) or error text
     (known when the dispatch completes: the engine's progress carries statuses, not errors, and
-    a cancelled dispatch returns no results), and
-    (``tree=True``) the session tree scoped to the parent and its children, where the children
-    appear with the dispatch's status first (a failed child says ``failed``). **Cancel** stops
-    the dispatch.
+    a cancelled dispatch returns no results), and (``tree=True``) the session tree scoped to the
+    parent and its children. In both, each child shows its **own status** from the moment it
+    exists, live (:meth:`child_status`): ``running`` while its turn runs, ``waiting for
+    approval`` while a tool call of it waits for a decision (made in any cell, view or kernel),
+    then ``done``, ``failed``, ``timed out`` or ``cancelled``; a task with no child yet shows
+    ``waiting``. **Cancel** stops the dispatch.
 
     Args:
         manager: The session manager.

@@ -1,8 +1,8 @@
-"""The session tree flattened into rows, as option text and as HTML.
+"""The session tree flattened into rows, as plain text and as the static HTML snapshot.
 
 A tree of any size is walked once, depth first, into :class:`TreeRow` objects; views page
-through those rows (never a 10,000-row widget). The indentation uses box-drawing characters and
-no-break spaces, so it survives in an HTML ``<select>`` (which collapses plain spaces).
+through those rows (never a 10,000-row widget). The text prefix uses box-drawing characters and
+no-break spaces, so it survives where plain spaces collapse (HTML, option text).
 """
 
 from __future__ import annotations
