@@ -33,7 +33,7 @@ from agcore_lab.agent.agent import Agent, require_agent
 from agcore_lab.agent.approval import Approve, Decision
 from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
-from agcore_lab.agent.lease import new_holder, turn_lease
+from agcore_lab.agent.lease import TurnLease, new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.session_loading import SessionLoading
@@ -105,6 +105,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self.hooks: list[TurnHook] = []
         self._lock = CrossLoopLock()
         self._holder: str | None = None
+        self._lease: TurnLease | None = None
         self.version = 0
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = {}
@@ -144,6 +145,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self.agent, self.bundle, self.hooks = agent, bundle, []
         self._lock = CrossLoopLock()
         self._holder = None
+        self._lease = None
         self.restore(record)
         return self
 
@@ -174,12 +176,26 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         )
         return record.model_copy(update=changes)
 
-    def _commit(self, record: SessionRecord, *, change: str = "turn", **parts: Any) -> None:
+    def _commit(
+        self, record: SessionRecord, *, change: str = "turn", last: bool = False, **parts: Any
+    ) -> None:
         """Write ``record`` (based on this object's version) with ``parts`` in one store
         transaction, then take the new version. Raises ``StaleSessionError`` /
-        ``SessionBusyError`` — and writes nothing — if another writer got there first."""
+        ``SessionBusyError`` — and writes nothing — if another writer got there first.
+
+        ``last``: the last write under the turn lease, which it gives up in the same
+        transaction (saving the turn a write of its own)."""
         self._require_attached()
-        self.version = self.store.commit(record, lease_holder=self._holder, change=change, **parts)
+        lease = self._lease if last else None
+        self.version = self.store.commit(
+            record,
+            lease_holder=self._holder,
+            change=change,
+            release_lease=lease is not None,
+            **parts,
+        )
+        if lease is not None:
+            lease.released = True
 
     def _require_attached(self) -> None:
         if self.detached is not None:
@@ -251,17 +267,26 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         # build on the latest stored state. The caller holds this object's lock.
         self._require_attached()
         if self._holder is not None:  # nested inside a turn that holds it already
-            yield
-            return
-        async with turn_lease(
-            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
-        ) as (holder, stored):
-            self._reload_if_stale(stored)
-            self._holder = holder
+            outer, self._lease = self._lease, None  # only its owner may release it
             try:
                 yield
             finally:
-                self._holder = None
+                self._lease = outer
+            return
+        async with turn_lease(
+            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
+        ) as lease:
+            self._reload_if_stale(lease.version)
+            self._holder, self._lease = lease.holder, lease
+            try:
+                yield
+            finally:
+                self._holder = self._lease = None
+
+    def _nothing_after_commit(self) -> bool:
+        # No turn-end hook or automatic summary may write after the turn's commit: the
+        # commit can then release the turn lease itself.
+        return self.agent.summary_config is None and not self.hooks and not self.bundle.hooks
 
     async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
         if not isinstance(text, str) or not text.strip():
@@ -276,7 +301,9 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             steps.before_turn(draft, self.pending_tool_call(), self.session_id)
             async for event in run_turn(self.agent, draft, text, stream=stream):
                 yield event
-            result = self._commit_turn(draft, run_id=new_id("run"))
+            result = self._commit_turn(
+                draft, run_id=new_id("run"), last=self._nothing_after_commit()
+            )
             await self._after_turn(result)
         self._raise_for_status(result)
         yield TurnDone(result=result)
@@ -291,7 +318,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             )
 
     def _commit_turn(
-        self, draft: TurnDraft, *, run_id: str, continuing: bool = False
+        self, draft: TurnDraft, *, run_id: str, continuing: bool = False, last: bool = False
     ) -> TurnResult:
         # A resumed turn continues the interrupted one: same run, same turn number.
         turn_index = self.turn_index if continuing else self.turn_index + 1
@@ -300,6 +327,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self._commit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
             change="approval" if continuing else "turn",
+            last=last,
             messages=draft.new_messages,
             links=draft.links,
             slots=[slot.to_record(self.session_id)],

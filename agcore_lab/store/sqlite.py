@@ -61,11 +61,13 @@ from agcore_lab.store._sessions import (
     acquire_lease,
     check_writable,
     insert_session,
-    release_lease,
     renew_lease,
     session_from_row,
     stored_version,
     update_session,
+)
+from agcore_lab.store._sessions import (
+    release_lease as release_lease_row,
 )
 from agcore_lab.store._sqlite_connection import SqliteConnection
 from agcore_lab.store._sqlite_errors import (
@@ -197,7 +199,7 @@ class SqliteStore(SqliteConnection):
     def release_lease(self, session_id: str, holder: str) -> None:
         """Give ``holder``'s lease up."""
         with self._write() as conn:
-            release_lease(conn, session_id, holder)
+            release_lease_row(conn, session_id, holder)
 
     @property
     def origin(self) -> str:
@@ -234,13 +236,17 @@ class SqliteStore(SqliteConnection):
         lease_holder: str | None = None,
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
+        release_lease: bool = False,
     ) -> int:
         """Write messages, links, slots, a pending call, model-call records and the session
         record in one transaction, if the store still holds ``session.version``; return the
-        new version."""
+        new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
+        transaction (the last write of a turn)."""
         sid = session.session_id
         with self._write() as conn:
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
+            if release_lease and lease_holder is not None:
+                release_lease_row(conn, sid, lease_holder)
             renamed = insert_chain(conn, sid, messages, links)
             insert_calls(conn, calls)
             if pending is not None:
