@@ -93,10 +93,18 @@ def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
+_DIGESTS: dict[str, str] = {}  # body -> its content address (the same bodies recur)
+
+
 def _put_blob(conn: sqlite3.Connection, body: str) -> str:
     # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
-    raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
-    digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    digest = _DIGESTS.get(body)
+    if digest is None:
+        raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
+        digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if len(_DIGESTS) >= 2_000:
+            _DIGESTS.clear()
+        _DIGESTS[body] = digest
     conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
     return digest
 
@@ -182,6 +190,10 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
             response_id = call.response.id
         else:
             parts["r"] = _message_blob(conn, call.response, keep_id=True)
+    if len(parts) == 2 and tail and "T" in parts:  # the usual turn: no JSON encoder needed
+        parts_json = f'{{"t":{tail},"T":"{parts["T"]}"}}'
+    else:
+        parts_json = compact(parts)
     return (
         call.session_id,
         call.call_id,
@@ -200,7 +212,7 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
         bytes.fromhex(call.request_hash),
         anchor,
         response_id,
-        compact(parts),
+        parts_json,
         _detail(call),
     )
 
