@@ -276,7 +276,7 @@ class CallRecorder:
         session_id: The session.
         slot: The slot the turn works on, as it is before the turn (stored state).
         turn_index: The turn's number.
-        kind: ``turn`` or ``summary``.
+        kind: ``turn``, ``summary`` or ``merge``.
         prices: Prices for each call's cost.
         redactor: Sees each call first; returns the call to keep or ``None``.
         listeners: Called with each kept call (live views, telemetry).

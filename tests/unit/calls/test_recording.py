@@ -339,3 +339,34 @@ def test_sub_agent_calls_are_recorded_in_the_child(tmp_path: Path) -> None:
     assert call.request_messages[-1].text == "help me"
     frame = manager.model_calls_frame()
     assert set(frame.agent_name) == {"helper"}
+
+
+def test_a_summarize_merge_is_recorded_as_a_merge_call(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "merge.db")
+    model = ScriptedModel(["main answer", "side answer", "the side work, condensed"])
+    session = AgentSession(Agent(name="m", model=model), store=store)
+    session.submit_turn_sync("start")
+    session.fork_slot_sync("side", switch=True, strategy="summarize")
+    session.submit_turn_sync("explore a detour")
+    merged = session.merge_slot_sync("side")
+    calls = store.list_calls(session.session_id)
+    assert [c.kind for c in calls] == ["turn", "turn", "merge"]
+    merge = calls[-1]
+    # The exact request the model got: the child's new messages in a transcript.
+    assert merge.slot_id == "side" and merge.status == "ok"
+    assert "explore a detour" in merge.request_messages[-1].text
+    assert "side answer" in merge.request_messages[-1].text
+    assert "start" not in merge.request_messages[-1].text  # shared history is not re-sent
+    assert merge.response is not None and merge.response.content == "the side work, condensed"
+    assert merge.usage.prompt_tokens > 0
+    # The merged summary message in the target carries the same text.
+    assert merged.messages[-1].text.endswith("the side work, condensed")
+    # Recording off: the merge still happens, nothing is recorded.
+    quiet = AgentSession(
+        Agent(name="q", model=ScriptedModel(["a", "b", "c"]), record_calls=False), store=store
+    )
+    quiet.submit_turn_sync("start")
+    quiet.fork_slot_sync("side", switch=True, strategy="summarize")
+    quiet.submit_turn_sync("detour")
+    quiet.merge_slot_sync("side")
+    assert store.list_calls(quiet.session_id) == []
