@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from pydantic import JsonValue
@@ -57,7 +57,7 @@ from agcore_lab.llm.messages import ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker
 from agcore_lab.store._sqlite_errors import surrogate_error
-from agcore_lab.store.base import SessionRecord, Store
+from agcore_lab.store.base import CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
@@ -74,6 +74,9 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         bundle: Shared services (store, hooks, prices); an in-memory store by default.
         session_id: Use this id instead of a new time-ordered one.
         parent_id: The parent session, for sessions created as children.
+        metadata: The session's first metadata values (stored with it).
+        first_checkpoint: Makes the session's first checkpoint from the new session, stored
+            in the same transaction as the session (the manager's ``start`` checkpoint).
 
     Example:
         >>> from agcore_lab import Agent, ScriptedModel
@@ -90,6 +93,8 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         bundle: RuntimeBundle | None = None,
         session_id: str | None = None,
         parent_id: str | None = None,
+        metadata: dict[str, JsonValue] | None = None,
+        first_checkpoint: Callable[[AgentSession], CkptMeta] | None = None,
     ) -> None:
         bundle = self._resolve_bundle(store, bundle)
         self.agent = require_agent(agent)
@@ -108,10 +113,13 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self._lease: TurnLease | None = None
         self.version = 0
         self.pending_interrupt_id: str | None = None
-        self.metadata: dict[str, JsonValue] = {}
+        self.metadata: dict[str, JsonValue] = dict(metadata or {})
         self.detached: SessionSnapshot | None = None
+        # One write: the session, its first slot and (for a manager) its first checkpoint.
         self.store.create_session(
-            self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)]
+            self._record(),
+            slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
+            checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
         )
         self.session_memory = SessionMemory(self.store, self.session_id)
 

@@ -214,9 +214,16 @@ class Store(Protocol):
     one from several processes on the same file.
     """
 
-    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
+    def create_session(
+        self,
+        record: SessionRecord,
+        *,
+        slots: Sequence[SlotRecord] = (),
+        checkpoint: CkptMeta | None = None,
+    ) -> None:
         """Insert a new session and its first slots, in one transaction. Raises
-        ``ConflictError`` if the id exists."""
+        ``ConflictError`` if the id exists. ``checkpoint``: the session's first checkpoint,
+        stored in the same transaction."""
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:

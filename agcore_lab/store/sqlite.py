@@ -124,8 +124,15 @@ class SqliteStore(SqliteConnection):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
-        """Insert a new session (and its first slots); ``ConflictError`` if its id is taken."""
+    def create_session(
+        self,
+        record: SessionRecord,
+        *,
+        slots: Sequence[SlotRecord] = (),
+        checkpoint: CkptMeta | None = None,
+    ) -> None:
+        """Insert a new session (and its first slots, and its first checkpoint when given) in
+        one transaction; ``ConflictError`` if its id is taken."""
         with self._write() as conn:
             if stored_version(conn, record.session_id) is not None:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
@@ -135,6 +142,15 @@ class SqliteStore(SqliteConnection):
                 [slot_values(slot, record.session_id) for slot in slots],
             )
             log_change(conn, record.session_id, "created", self._origin)
+            if checkpoint is not None:
+                insert_checkpoint(conn, checkpoint)
+                log_change(
+                    conn,
+                    record.session_id,
+                    "checkpoint",
+                    self._origin,
+                    ckpt_id=checkpoint.ckpt_id,
+                )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""
