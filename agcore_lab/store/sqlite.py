@@ -31,6 +31,7 @@ from agcore_lab.store._approvals import (
 from agcore_lab.store._calls import (
     delete_calls_of_checkpoints,
     delete_session_calls,
+    home_parents,
     insert_calls,
 )
 from agcore_lab.store._calls_read import read_calls
@@ -264,7 +265,8 @@ class SqliteStore(SqliteConnection):
             if release_lease and lease_holder is not None:
                 release_lease_row(conn, sid, lease_holder)
             renamed = insert_chain(conn, sid, messages, links)
-            insert_calls(conn, calls)
+            if calls:
+                insert_calls(conn, calls, home_parents(links, renamed))
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(

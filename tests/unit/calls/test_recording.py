@@ -370,3 +370,41 @@ def test_a_summarize_merge_is_recorded_as_a_merge_call(tmp_path: Path) -> None:
     quiet.submit_turn_sync("detour")
     quiet.merge_slot_sync("side")
     assert store.list_calls(quiet.session_id) == []
+
+
+def test_destroying_a_session_keeps_the_blobs_another_session_still_uses(tmp_path: Path) -> None:
+    # The system prompt and the tools are stored once for both sessions; destroying one must
+    # not take them from the other (its calls are stored in the compact array form).
+    store = SqliteStore(tmp_path / "shared.db")
+    manager = SessionManager(store)
+    agent = Agent(name="both", system_prompt="shared prompt", model=ScriptedModel(), tools=[add])
+    gone, kept = manager.create_sync(agent), manager.create_sync(agent)
+    manager.submit_turn_sync(gone, "hi")
+    manager.submit_turn_sync(kept, "hello")
+    before = store.list_calls(kept)
+    assert store.connection.execute("select count(*) from call_blobs").fetchone()[0] == 2
+    manager.destroy_sync(gone)
+    after = store.list_calls(kept)
+    assert [c.request_messages for c in after] == [c.request_messages for c in before]
+    assert after[0].request_messages[0].text == "shared prompt"
+    assert [t.name for t in after[0].tools] == ["add"]
+    assert store.connection.execute("select count(*) from call_blobs").fetchone()[0] == 2
+
+
+def test_a_turns_call_row_is_small_with_a_system_prompt_and_tools(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "small.db")
+    session = AgentSession(
+        Agent(name="w", system_prompt="Be brief.", model=ScriptedModel(), tools=[add]),
+        store=store,
+    )
+    for i in range(200):
+        session.submit_turn_sync(f"question {i}")
+    payload = store.connection.execute(
+        "select sum(payload) from dbstat where name = 'model_calls'"
+    ).fetchone()[0]
+    # ids, counts, times, the request hash and where the request sits in the chains: no
+    # message content, no key names for the usual parts, no anchor beside the answer's id.
+    assert payload / 200 < 185  # (it was 212 with the anchor and the key names)
+    call = store.list_calls(session.session_id)[-1]
+    assert [m.role for m in call.request_messages[:2]] == ["system", "user"]
+    assert call.injected == {0: "system_prompt"} and call.tools[0].name == "add"
