@@ -45,6 +45,7 @@ from agcore_lab.llm.call_record import (
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.usage import PriceTable
+from agcore_lab.llm.window import MessageWindow
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
@@ -190,8 +191,10 @@ class CallProbe:
         self._recorder = recorder
         self._started = time.perf_counter()
         self._first: float | None = None
-        # build_context makes a new list per request: keep it (no copy of the history).
-        self._context = context if isinstance(context, list) else list(context)
+        # A turn's request is a window over the history, other requests are new lists:
+        # keep either as it is (no copy of the history). Other sequences are copied.
+        frozen = isinstance(context, list | MessageWindow)
+        self._context = context if frozen else list(context)
         self._slot_len = len(slot.messages) if slot is not None else 0
         tail = _tail_length(context, slot) if slot is not None else 0
         self._tail = tail

@@ -304,17 +304,31 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         except UnicodeEncodeError as exc:  # refused before anything runs or is recorded
             raise surrogate_error(exc) from exc
         async with self._lock, self._leased(wait):
-            draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
-            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-            steps.before_turn(draft, self.pending_tool_call(), self.session_id)
-            async for event in run_turn(self.agent, draft, text, stream=stream):
-                yield event
-            result = self._commit_turn(
-                draft, run_id=new_id("run"), last=self._nothing_after_commit()
-            )
+            live = self.current_slot
+            draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+            with self._uncommitted(live):
+                draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
+                steps.before_turn(draft, self.pending_tool_call(), self.session_id)
+                async for event in run_turn(self.agent, draft, text, stream=stream):
+                    yield event
+                result = self._commit_turn(
+                    draft, run_id=new_id("run"), last=self._nothing_after_commit()
+                )
             await self._after_turn(result)
         self._raise_for_status(result)
         yield TurnDone(result=result)
+
+    @contextlib.contextmanager
+    def _uncommitted(self, live: ContextSlot) -> Iterator[None]:
+        # A turn's draft appends to the live slot's history list (no copy of the history);
+        # a turn that does not commit gives the live slot back exactly its own messages.
+        kept = len(live.messages)
+        try:
+            yield
+        except BaseException:
+            if self.slots.get(live.slot_id) is live:
+                live.drop_after(kept)
+            raise
 
     def _raise_for_status(self, result: TurnResult) -> None:
         if result.status == "max_tool_rounds":
@@ -473,18 +487,22 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
 
     async def _continue(self, call: PendingToolCall, answer: ToolMessage) -> TurnResult:
         self.pending_interrupt_id = None
-        draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
-        draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
-        try:
-            async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
-                pass
-        except BaseException:
-            # The decision is recorded (an approved tool has run): keep the answers so far,
-            # or the model's call would stay unanswered for good. Then fail as the model did.
-            steps.answer_the_rest(draft, call.remaining_calls)
-            self._commit_turn(draft, run_id=call.run_id, continuing=True)
-            raise
-        result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
+        live = self.current_slot
+        draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+        with self._uncommitted(live):
+            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
+            try:
+                remaining = list(call.remaining_calls)
+                async for _event in resume_turn(self.agent, draft, answer, remaining):
+                    pass
+            except BaseException:
+                # The decision is recorded (an approved tool has run): keep the answers so
+                # far, or the model's call would stay unanswered for good. Then fail as the
+                # model did.
+                steps.answer_the_rest(draft, call.remaining_calls)
+                self._commit_turn(draft, run_id=call.run_id, continuing=True)
+                raise
+            result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
         await self._after_turn(result)
         return result
 

@@ -71,3 +71,53 @@ def test_a_stale_commit_keeps_nothing_and_frees_the_lease(tmp_path: Path) -> Non
     stored = store.connection.execute("SELECT lease_holder, version FROM sessions").fetchone()
     assert stored == (None, 1)
     assert store.connection.execute("SELECT count(*) FROM messages").fetchone()[0] == 2
+
+
+def test_a_failed_turn_leaves_the_history_and_earlier_requests_as_they_were(
+    tmp_path: Path,
+) -> None:
+    from agcore_lab import RuntimeBundle
+    from agcore_lab.errors import ModelError
+    from agcore_lab.llm.call_record import ModelCall
+
+    seen: list[ModelCall] = []
+    calls = {"n": 0}
+
+    def script(messages: object) -> str:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise ModelError("the model is down")
+        return f"answer {calls['n']}"
+
+    store = SqliteStore(tmp_path / "s.db")
+    session = AgentSession(
+        Agent(name="a", system_prompt="be kind", model=ScriptedModel(script)),
+        bundle=RuntimeBundle(store=store, call_listeners=[seen.append]),
+    )
+    session.submit_turn_sync("one")
+    session.submit_turn_sync("two")
+    before = list(session.messages)
+    first_request = list(seen[0].request_messages)
+    with pytest.raises(ModelError):
+        session.submit_turn_sync("three")
+    assert session.messages == before  # the failed turn's user message is gone again
+    session.submit_turn_sync("four")
+    assert [m.text for m in session.messages] == [
+        "one",
+        "answer 1",
+        "two",
+        "answer 2",
+        "four",
+        "answer 4",
+    ]
+    # Requests recorded earlier still hold what was sent then (they are not copies of the
+    # history, and the history list is never cut in place).
+    assert list(seen[0].request_messages) == first_request
+    assert [m.text for m in seen[2].request_messages] == [
+        "be kind",
+        *[m.text for m in before],
+        "three",
+    ]
+    assert [m.text for m in seen[-1].request_messages][-1] == "four"
+    stored = store.list_calls(session.session_id)
+    assert [c.status for c in stored] == ["ok", "ok", "error", "ok"]
