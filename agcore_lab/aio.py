@@ -23,7 +23,7 @@ import concurrent.futures
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from agcore_lab.errors import AsyncBridgeError
 
@@ -70,6 +70,35 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     return asyncio.run_coroutine_threadsafe(coro, bridge_loop())
 
 
+class _Handoff:
+    """One ``run_sync`` call: the coroutine, its task on the loop, and a plain lock the
+    caller waits on (released when the task is done) — the cheapest wake-up there is."""
+
+    __slots__ = ("coro", "done", "dropped", "task")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.dropped = False
+        self.task: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:  # on the loop
+        if self.dropped:  # the caller gave up before the loop got to it
+            self.coro.close()
+            return
+        self.task = asyncio.get_running_loop().create_task(self.coro)
+        self.task.add_done_callback(self._finish)
+
+    def _finish(self, _task: object) -> None:
+        self.done.release()
+
+    def drop(self) -> None:  # on the loop
+        self.dropped = True
+        if self.task is not None:
+            self.task.cancel()
+
+
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run ``coro`` on the background loop and wait for its result.
 
@@ -89,12 +118,20 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
             "a *_sync method was called from agcore_lab's event-loop thread; "
             "await the async method instead"
         )
-    future = submit(coro)
+    loop = bridge_loop()
+    call = _Handoff(coro)
+    loop.call_soon_threadsafe(call.start)
     try:
-        return future.result(timeout)
+        if not call.done.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            raise TimeoutError(f"the coroutine did not finish within {timeout} s")
     except BaseException:
-        future.cancel()
+        loop.call_soon_threadsafe(call.drop)
         raise
+    task = call.task
+    assert task is not None
+    if task.cancelled():  # as concurrent.futures reports it (an Exception, not a signal)
+        raise concurrent.futures.CancelledError()
+    return cast(T, task.result())
 
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:

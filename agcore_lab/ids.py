@@ -12,6 +12,7 @@ order, so string order is time order; 17 characters keep the stored rows small.
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from datetime import UTC, datetime
@@ -19,8 +20,13 @@ from datetime import UTC, datetime
 __all__ = ["new_id", "utcnow"]
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits -> two digits
 _lock = threading.Lock()
 _last_ns = 0
+# Seeded from os.urandom, and again in a forked child (which would repeat its parent's tails).
+_random = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_random.seed)
 
 
 def _next_ns() -> int:
@@ -45,8 +51,21 @@ def new_id(prefix: str) -> str:
     Args:
         prefix: A short lowercase tag naming the kind of thing (``ses``, ``msg``, ``ckpt``).
     """
-    random_part = int.from_bytes(os.urandom(3), "big") & 0xFFFFF
-    return f"{prefix}_{_base32(_next_ns(), 13)}{_base32(random_part, 4)}"
+    # 13 digits of the clock then 4 random ones = the 17 digits of (ns << 20 | random).
+    value = _next_ns() << 20 | _random.getrandbits(20)
+    pairs = _PAIRS
+    digits = [
+        pairs[value >> 75 & 1023],
+        pairs[value >> 65 & 1023],
+        pairs[value >> 55 & 1023],
+        pairs[value >> 45 & 1023],
+        pairs[value >> 35 & 1023],
+        pairs[value >> 25 & 1023],
+        pairs[value >> 15 & 1023],
+        pairs[value >> 5 & 1023],
+        _ALPHABET[value & 31],
+    ]
+    return f"{prefix}_{''.join(digits)}"
 
 
 def utcnow() -> datetime:

@@ -16,7 +16,12 @@ recorded (no rows, no recorder). It also prints the bytes the call log adds per 
 ``model_calls`` and ``call_blobs`` tables, from ``dbstat``): all the messages of these calls
 are in the chains already, so this is the whole overhead beyond new content (goal < 200 B).
 
-Run: python bench/turns.py [--turns 1000] [--repeats 3]
+Last, the turn cost at a long history (issue 16): a session with ``--long`` turns (10,000 by
+default) and fresh sessions of 100 turns take turns in alternating rounds of 20, in the same
+process and the same conditions; the ratio of their median turn times must be <= 1.1 (a turn
+costs O(what it adds), not O(history)).
+
+Run: python bench/turns.py [--turns 1000] [--repeats 3] [--long 10000] [--rounds 15]
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--long", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     if args.turns < 100:
         parser.error("--turns must be at least 100 (the windows are turns 10-60 and the last 50)")
@@ -86,6 +93,48 @@ def main() -> None:
     print(f"median turn 10-60: {early * 1000:.3f} ms  median last 50 turns: {late * 1000:.3f} ms")
     print(f"ratio late/early: {late / early:.3f} (target < 1.5)")
     recording(args.turns, args.repeats)
+    asyncio.run(scaling(args.long, args.rounds))
+
+
+async def _fill(turns: int, db: Path) -> AgentSession:
+    agent = Agent(name="bench", model=ScriptedModel(_script), tools=[lookup])
+    session = AgentSession(agent, store=SqliteStore(db))
+    for i in range(turns):
+        await session.submit_turn(f"turn {i}: tell me something about item {i}")
+    return session
+
+
+async def _timed(session: AgentSession, turns: int) -> list[float]:
+    durations = []
+    for i in range(turns):
+        start = time.perf_counter()
+        await session.submit_turn(f"more {i}: tell me something about item {i}")
+        durations.append(time.perf_counter() - start)
+    return durations
+
+
+async def scaling(long: int, rounds: int, batch: int = 20) -> None:
+    """Median turn time at ``long`` turns of history against at 100, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        old = await _fill(long, Path(tmp) / "long.db")
+        filled = time.perf_counter() - started
+        at_long: list[float] = []
+        at_100: list[float] = []
+        for number in range(rounds):
+            young = await _fill(100, Path(tmp) / f"young-{number}.db")
+            if number % 2:
+                at_long += await _timed(old, batch)
+                at_100 += await _timed(young, batch)
+            else:
+                at_100 += await _timed(young, batch)
+                at_long += await _timed(old, batch)
+    ratio = statistics.median(at_long) / statistics.median(at_100)
+    print(
+        f"turn at {long:,} turns of history: {statistics.median(at_long) * 1000:.3f} ms, at 100: "
+        f"{statistics.median(at_100) * 1000:.3f} ms: ratio {ratio:.3f} (target <= 1.1) "
+        f"{'PASS' if ratio <= 1.1 else 'MISS'} (filled {long:,} turns in {filled:.1f} s)"
+    )
 
 
 def _table_bytes(db: Path) -> tuple[dict[str, int], dict[str, int], int]:

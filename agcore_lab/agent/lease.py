@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from agcore_lab.errors import SessionBusyError
 from agcore_lab.store.base import Store
 
-__all__ = ["keep_alive", "new_holder", "turn_lease"]
+__all__ = ["TurnLease", "keep_alive", "new_holder", "turn_lease"]
 
 logger = logging.getLogger("agcore_lab")
 
@@ -45,17 +45,22 @@ class _Keeper:
         self._due: dict[int, tuple[float, float, Callable[[], bool], str]] = {}
         self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
+        self._wakes_at = 0.0  # when the thread wakes next by itself (monotonic clock)
 
     def add(self, renew: Callable[[], bool], ttl: float, what: str) -> int:
         with self._cond:
             token = next(self._tokens)
-            self._due[token] = (time.monotonic() + ttl / 3, ttl, renew, what)
+            due = time.monotonic() + ttl / 3
+            self._due[token] = (due, ttl, renew, what)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="agcore-lab-leases", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif due < self._wakes_at:
+                # Wake the thread only when it would sleep past this lease's renewal: a
+                # wake-up per turn costs the turn a thread switch.
+                self._cond.notify()
             return token
 
     def remove(self, token: int) -> None:
@@ -69,7 +74,8 @@ class _Keeper:
                 due = [(t, e) for t, e in self._due.items() if e[0] <= now]
                 if not due:
                     soonest = min((e[0] for e in self._due.values()), default=now + 1.0)
-                    self._cond.wait(timeout=max(0.001, soonest - now))
+                    self._wakes_at = max(now + 0.001, soonest)
+                    self._cond.wait(timeout=self._wakes_at - now)
                     continue
                 for token, (_, ttl, renew, what) in due:
                     self._due[token] = (now + ttl / 3, ttl, renew, what)
@@ -96,11 +102,27 @@ def keep_alive(renew: Callable[[], bool], ttl: float, what: str) -> Iterator[Non
         _keeper.remove(token)
 
 
+class TurnLease:
+    """The turn lease held by :func:`turn_lease`; unpacks as ``(holder, stored_version)``.
+
+    Set :attr:`released` once a write gave the lease up in its own transaction
+    (``Store.commit(..., release_lease=True)``): the block then ends without another write.
+    """
+
+    __slots__ = ("holder", "released", "version")
+
+    def __init__(self, holder: str, version: int) -> None:
+        self.holder, self.version, self.released = holder, version, False
+
+    def __iter__(self) -> Iterator[str | int]:
+        return iter((self.holder, self.version))
+
+
 @contextlib.asynccontextmanager
 async def turn_lease(
     store: Store, session_id: str, *, ttl: float, wait: float = 0.0
-) -> AsyncIterator[tuple[str, int]]:
-    """Hold the session's turn lease for the block; yields ``(holder, stored_version)``.
+) -> AsyncIterator[TurnLease]:
+    """Hold the session's turn lease for the block; yields a :class:`TurnLease`.
 
     Args:
         store: The store.
@@ -116,7 +138,7 @@ async def turn_lease(
     delay = 0.01
     while True:
         try:
-            version = store.acquire_lease(session_id, holder, ttl=ttl)
+            lease = TurnLease(holder, store.acquire_lease(session_id, holder, ttl=ttl))
             break
         except SessionBusyError:
             if time.monotonic() + delay > deadline:
@@ -124,10 +146,13 @@ async def turn_lease(
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
     try:
-        with keep_alive(lambda: store.renew_lease(session_id, holder, ttl=ttl), ttl, "turn"):
-            yield holder, version
+        # Once a write released the lease there is nothing left to renew.
+        renew = lambda: lease.released or store.renew_lease(session_id, holder, ttl=ttl)  # noqa: E731
+        with keep_alive(renew, ttl, "turn"):
+            yield lease
     finally:
-        try:
-            store.release_lease(session_id, holder)
-        except Exception:  # the lease then simply runs out
-            logger.warning("could not release the turn lease of %s", session_id, exc_info=True)
+        if not lease.released:
+            try:
+                store.release_lease(session_id, holder)
+            except Exception:  # the lease then simply runs out
+                logger.warning("could not release the turn lease of %s", session_id, exc_info=True)

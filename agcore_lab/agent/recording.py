@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from pydantic import JsonValue
 
+from agcore_lab.agent.slots import SUMMARY_HEADER, ContextSlot, SlotMode, _window_start
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
 from agcore_lab.llm.call_record import (
@@ -44,11 +45,11 @@ from agcore_lab.llm.call_record import (
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.usage import PriceTable
+from agcore_lab.llm.window import MessageWindow
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
     from agcore_lab.agent.bundle import RuntimeBundle
-    from agcore_lab.agent.slots import ContextSlot
     from agcore_lab.store.base import Store
 
 
@@ -95,8 +96,6 @@ def model_params(model: ChatModel) -> dict[str, JsonValue]:
 
 def _tail_length(context: Sequence[Message], slot: ContextSlot) -> int:
     """How many messages at the end of ``context`` are the last messages of ``slot``."""
-    from agcore_lab.agent.slots import SlotMode, _window_start
-
     history = slot.messages
     start = 0 if slot.mode is SlotMode.Full else _window_start(history, slot.recent_window)
     count = len(history) - start
@@ -159,10 +158,10 @@ def _request_hash(
 def _injected(
     context: Sequence[Message], head: int, system_prompt: str, slot: ContextSlot | None
 ) -> dict[int, str]:
-    from agcore_lab.agent.slots import SUMMARY_HEADER
-
-    pinned = set(slot.pinned_ids) if slot is not None else set()
     labels: dict[int, str] = {}
+    if not head:
+        return labels
+    pinned = set(slot.pinned_ids) if slot is not None and slot.pinned_ids else ()
     for index, message in enumerate(context[:head]):
         if isinstance(message, SystemMessage) and index == 0 and message.content == system_prompt:
             labels[index] = "system_prompt"
@@ -192,8 +191,10 @@ class CallProbe:
         self._recorder = recorder
         self._started = time.perf_counter()
         self._first: float | None = None
-        # build_context makes a new list per request: keep it (no copy of the history).
-        self._context = context if isinstance(context, list) else list(context)
+        # A turn's request is a window over the history, other requests are new lists:
+        # keep either as it is (no copy of the history). Other sequences are copied.
+        frozen = isinstance(context, list | MessageWindow)
+        self._context = context if frozen else list(context)
         self._slot_len = len(slot.messages) if slot is not None else 0
         tail = _tail_length(context, slot) if slot is not None else 0
         self._tail = tail
@@ -238,19 +239,16 @@ class CallProbe:
         latency, ttft = self._elapsed()
         # Built without validation: every field comes from typed engine objects, and the
         # request may hold the whole history.
-        call = construct_call(
-            {
-                **self._fields,
-                "response": response.message,
-                "finish_reason": response.finish_reason,
-                "usage": response.usage,
-                "cost": self._recorder.prices.cost(response.model, response.usage),
-                "latency_s": latency,
-                "ttft_s": ttft,
-                "retries": self._retries[0],
-                "replayed": REPLAYED_KEY in response.message.metadata,
-            }
-        )
+        fields = self._fields
+        fields["response"] = response.message
+        fields["finish_reason"] = response.finish_reason
+        fields["usage"] = response.usage
+        fields["cost"] = self._recorder.prices.cost(response.model, response.usage)
+        fields["latency_s"] = latency
+        fields["ttft_s"] = ttft
+        fields["retries"] = self._retries[0]
+        fields["replayed"] = REPLAYED_KEY in response.message.metadata
+        call = construct_call(fields)
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
         self._recorder.keep(call, self, response_in_chain=self._recorder.kind == "turn")
 
@@ -281,7 +279,7 @@ class CallRecorder:
         session_id: The session.
         slot: The slot the turn works on, as it is before the turn (stored state).
         turn_index: The turn's number.
-        kind: ``turn`` or ``summary``.
+        kind: ``turn``, ``summary`` or ``merge``.
         prices: Prices for each call's cost.
         redactor: Sees each call first; returns the call to keep or ``None``.
         listeners: Called with each kept call (live views, telemetry).
@@ -347,8 +345,10 @@ class CallRecorder:
                 if kept.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
                     tail = offset
                     break
-        kept._tail = (probe._anchor, tail) if probe._anchor else None
-        kept._response_stored = response_in_chain and kept.response is call.response
+        private = kept.__pydantic_private__
+        assert private is not None
+        private["_tail"] = (probe._anchor, tail) if probe._anchor else None
+        private["_response_stored"] = response_in_chain and kept.response is call.response
         self.calls.append(kept)
         self._probes.append(probe)
         for listener in self.listeners:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from pydantic import JsonValue
@@ -33,7 +33,7 @@ from agcore_lab.agent.agent import Agent, require_agent
 from agcore_lab.agent.approval import Approve, Decision
 from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
-from agcore_lab.agent.lease import new_holder, turn_lease
+from agcore_lab.agent.lease import TurnLease, new_holder, turn_lease
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.session_loading import SessionLoading
@@ -57,7 +57,7 @@ from agcore_lab.llm.messages import ToolMessage
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker
 from agcore_lab.store._sqlite_errors import surrogate_error
-from agcore_lab.store.base import SessionRecord, Store
+from agcore_lab.store.base import CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
@@ -74,6 +74,9 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         bundle: Shared services (store, hooks, prices); an in-memory store by default.
         session_id: Use this id instead of a new time-ordered one.
         parent_id: The parent session, for sessions created as children.
+        metadata: The session's first metadata values (stored with it).
+        first_checkpoint: Makes the session's first checkpoint from the new session, stored
+            in the same transaction as the session (the manager's ``start`` checkpoint).
 
     Example:
         >>> from agcore_lab import Agent, ScriptedModel
@@ -90,6 +93,8 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         bundle: RuntimeBundle | None = None,
         session_id: str | None = None,
         parent_id: str | None = None,
+        metadata: dict[str, JsonValue] | None = None,
+        first_checkpoint: Callable[[AgentSession], CkptMeta] | None = None,
     ) -> None:
         bundle = self._resolve_bundle(store, bundle)
         self.agent = require_agent(agent)
@@ -105,12 +110,16 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self.hooks: list[TurnHook] = []
         self._lock = CrossLoopLock()
         self._holder: str | None = None
+        self._lease: TurnLease | None = None
         self.version = 0
         self.pending_interrupt_id: str | None = None
-        self.metadata: dict[str, JsonValue] = {}
+        self.metadata: dict[str, JsonValue] = dict(metadata or {})
         self.detached: SessionSnapshot | None = None
+        # One write: the session, its first slot and (for a manager) its first checkpoint.
         self.store.create_session(
-            self._record(), slots=[self.slots[MAIN_SLOT].to_record(self.session_id)]
+            self._record(),
+            slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
+            checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
         )
         self.session_memory = SessionMemory(self.store, self.session_id)
 
@@ -144,6 +153,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self.agent, self.bundle, self.hooks = agent, bundle, []
         self._lock = CrossLoopLock()
         self._holder = None
+        self._lease = None
         self.restore(record)
         return self
 
@@ -174,12 +184,26 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         )
         return record.model_copy(update=changes)
 
-    def _commit(self, record: SessionRecord, *, change: str = "turn", **parts: Any) -> None:
+    def _commit(
+        self, record: SessionRecord, *, change: str = "turn", last: bool = False, **parts: Any
+    ) -> None:
         """Write ``record`` (based on this object's version) with ``parts`` in one store
         transaction, then take the new version. Raises ``StaleSessionError`` /
-        ``SessionBusyError`` — and writes nothing — if another writer got there first."""
+        ``SessionBusyError`` — and writes nothing — if another writer got there first.
+
+        ``last``: the last write under the turn lease, which it gives up in the same
+        transaction (saving the turn a write of its own)."""
         self._require_attached()
-        self.version = self.store.commit(record, lease_holder=self._holder, change=change, **parts)
+        lease = self._lease if last else None
+        self.version = self.store.commit(
+            record,
+            lease_holder=self._holder,
+            change=change,
+            release_lease=lease is not None,
+            **parts,
+        )
+        if lease is not None:
+            lease.released = True
 
     def _require_attached(self) -> None:
         if self.detached is not None:
@@ -251,17 +275,26 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         # build on the latest stored state. The caller holds this object's lock.
         self._require_attached()
         if self._holder is not None:  # nested inside a turn that holds it already
-            yield
-            return
-        async with turn_lease(
-            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
-        ) as (holder, stored):
-            self._reload_if_stale(stored)
-            self._holder = holder
+            outer, self._lease = self._lease, None  # only its owner may release it
             try:
                 yield
             finally:
-                self._holder = None
+                self._lease = outer
+            return
+        async with turn_lease(
+            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
+        ) as lease:
+            self._reload_if_stale(lease.version)
+            self._holder, self._lease = lease.holder, lease
+            try:
+                yield
+            finally:
+                self._holder = self._lease = None
+
+    def _nothing_after_commit(self) -> bool:
+        # No turn-end hook or automatic summary may write after the turn's commit: the
+        # commit can then release the turn lease itself.
+        return self.agent.summary_config is None and not self.hooks and not self.bundle.hooks
 
     async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
         if not isinstance(text, str) or not text.strip():
@@ -271,15 +304,31 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         except UnicodeEncodeError as exc:  # refused before anything runs or is recorded
             raise surrogate_error(exc) from exc
         async with self._lock, self._leased(wait):
-            draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
-            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-            steps.before_turn(draft, self.pending_tool_call(), self.session_id)
-            async for event in run_turn(self.agent, draft, text, stream=stream):
-                yield event
-            result = self._commit_turn(draft, run_id=new_id("run"))
+            live = self.current_slot
+            draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+            with self._uncommitted(live):
+                draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
+                steps.before_turn(draft, self.pending_tool_call(), self.session_id)
+                async for event in run_turn(self.agent, draft, text, stream=stream):
+                    yield event
+                result = self._commit_turn(
+                    draft, run_id=new_id("run"), last=self._nothing_after_commit()
+                )
             await self._after_turn(result)
         self._raise_for_status(result)
         yield TurnDone(result=result)
+
+    @contextlib.contextmanager
+    def _uncommitted(self, live: ContextSlot) -> Iterator[None]:
+        # A turn's draft appends to the live slot's history list (no copy of the history);
+        # a turn that does not commit gives the live slot back exactly its own messages.
+        kept = len(live.messages)
+        try:
+            yield
+        except BaseException:
+            if self.slots.get(live.slot_id) is live:
+                live.drop_after(kept)
+            raise
 
     def _raise_for_status(self, result: TurnResult) -> None:
         if result.status == "max_tool_rounds":
@@ -291,7 +340,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             )
 
     def _commit_turn(
-        self, draft: TurnDraft, *, run_id: str, continuing: bool = False
+        self, draft: TurnDraft, *, run_id: str, continuing: bool = False, last: bool = False
     ) -> TurnResult:
         # A resumed turn continues the interrupted one: same run, same turn number.
         turn_index = self.turn_index if continuing else self.turn_index + 1
@@ -300,6 +349,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self._commit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
             change="approval" if continuing else "turn",
+            last=last,
             messages=draft.new_messages,
             links=draft.links,
             slots=[slot.to_record(self.session_id)],
@@ -437,18 +487,22 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
 
     async def _continue(self, call: PendingToolCall, answer: ToolMessage) -> TurnResult:
         self.pending_interrupt_id = None
-        draft = TurnDraft(slot=self.current_slot.copy(), cost=self.cost_tracker.fork())
-        draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
-        try:
-            async for _event in resume_turn(self.agent, draft, answer, list(call.remaining_calls)):
-                pass
-        except BaseException:
-            # The decision is recorded (an approved tool has run): keep the answers so far,
-            # or the model's call would stay unanswered for good. Then fail as the model did.
-            steps.answer_the_rest(draft, call.remaining_calls)
-            self._commit_turn(draft, run_id=call.run_id, continuing=True)
-            raise
-        result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
+        live = self.current_slot
+        draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+        with self._uncommitted(live):
+            draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index)
+            try:
+                remaining = list(call.remaining_calls)
+                async for _event in resume_turn(self.agent, draft, answer, remaining):
+                    pass
+            except BaseException:
+                # The decision is recorded (an approved tool has run): keep the answers so
+                # far, or the model's call would stay unanswered for good. Then fail as the
+                # model did.
+                steps.answer_the_rest(draft, call.remaining_calls)
+                self._commit_turn(draft, run_id=call.run_id, continuing=True)
+                raise
+            result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
         await self._after_turn(result)
         return result
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agcore_lab.agent.agent import Agent
+from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.slot_diff import SlotDiff, diff_slots
 from agcore_lab.agent.slots import ContextSlot, MergeStrategy, SlotMode, validate_slot_id
 from agcore_lab.agent.summary import MERGE_SUMMARY_PROMPT, SummaryConfig, request_summary
@@ -19,6 +20,9 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.messages import AssistantMessage, Message
 from agcore_lab.llm.usage import CostTracker
 from agcore_lab.store.base import SessionRecord, Store
+
+if TYPE_CHECKING:
+    from agcore_lab.agent.bundle import RuntimeBundle
 
 __all__ = ["MergePreview", "SlotOperations"]
 
@@ -67,6 +71,8 @@ class SlotOperations:
 
     session_id: str
     agent: Agent
+    bundle: RuntimeBundle
+    turn_index: int
     slots: dict[str, ContextSlot]
     current_slot_id: str
     cost_tracker: CostTracker
@@ -255,7 +261,9 @@ class SlotOperations:
         (``fork_slot(..., strategy=...)``), else Append.
 
         Summarize asks the model (the summary model if configured) to condense the child's
-        new messages into one assistant message. Returns the updated target slot.
+        new messages into one assistant message; the request is recorded as a model call of
+        kind ``merge`` (slot: the child), stored with the merge. Returns the updated target
+        slot.
 
         Raises:
             SlotNotFoundError: Either slot is unknown.
@@ -265,12 +273,19 @@ class SlotOperations:
             child, target = (s.copy() for s in self._merge_pair(child_id, into))
             strategy = child.resolve_strategy(strategy)
             summary: Message | None = None
+            recorder = None
             cost = self.cost_tracker.fork()
             if strategy is MergeStrategy.Summarize:
                 config = self.agent.summary_config or SummaryConfig()
                 model = config.summary_model or self.agent.model
+                # The request is recorded like a summary's (kind "merge", the child's slot).
+                recorder = recorder_for(self, child, turn_index=self.turn_index, kind="merge")
                 response = await request_summary(
-                    model, config, child.new_messages(), prompt=MERGE_SUMMARY_PROMPT
+                    model,
+                    config,
+                    child.new_messages(),
+                    prompt=MERGE_SUMMARY_PROMPT,
+                    recorder=recorder,
                 )
                 cost.record(response.model, response.usage)
                 summary = AssistantMessage(
@@ -284,6 +299,7 @@ class SlotOperations:
                 messages=[summary] if summary is not None else [],
                 links=links,
                 slots=[target.to_record(self.session_id), child.to_record(self.session_id)],
+                calls=recorder.calls if recorder is not None else (),
             )
             self.slots[target.slot_id], self.slots[child.slot_id] = target, child
             self.cost_tracker = cost

@@ -14,11 +14,16 @@ A slot builds the model's context in one of two modes: ``SlotMode.Full`` (every 
 
 Storage (see docs/design.md): messages are never copied. Each slot keeps ``head_node_id``, the
 node at the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
+
+A slot's ``messages`` list is only ever appended to: code that shortens or rewrites a history
+assigns a new list (``slot.messages = slot.messages[:n]``), because a turn's requests are
+windows over the list (:func:`context_window`), not copies of it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -27,6 +32,7 @@ from functools import lru_cache
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
+from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
 
 __all__ = [
@@ -124,6 +130,18 @@ class ContextSlot:
     def copy(self) -> ContextSlot:
         """A working copy: same messages (shared, they are immutable), own lists."""
         return replace(self, messages=list(self.messages), pinned_ids=list(self.pinned_ids))
+
+    def draft(self) -> ContextSlot:
+        """A working copy for a turn that shares this slot's history list (no O(history)
+        copy): the turn appends to it; if the turn is not committed, call
+        :meth:`drop_after` on this slot to give it back its own history."""
+        return replace(self, pinned_ids=list(self.pinned_ids))
+
+    def drop_after(self, count: int) -> None:
+        """Keep only the first ``count`` messages, in a new list (a history list is never
+        cut in place: windows of requests made from it stay as they were)."""
+        if len(self.messages) > count:
+            self.messages = self.messages[:count]
 
     def extend(self, messages: list[Message], *, new: bool = True) -> list[LinkRecord]:
         """Append messages; return the chain links that record them.
@@ -270,6 +288,15 @@ def _window_start(messages: list[Message], window: int) -> int:
     while start > 0 and isinstance(messages[start], ToolMessage):
         start -= 1
     return start
+
+
+def context_window(slot: ContextSlot, system_prompt: str = "") -> Sequence[Message]:
+    """:func:`build_context` without copying a Full slot's history: a
+    :class:`~agcore_lab.llm.window.MessageWindow` over it (a turn's requests)."""
+    if slot.mode is SlotMode.Full:
+        head = (_system_message(system_prompt),) if system_prompt else ()
+        return MessageWindow(head, slot.messages, len(slot.messages))
+    return build_context(slot, system_prompt)
 
 
 def build_context(slot: ContextSlot, system_prompt: str = "") -> list[Message]:

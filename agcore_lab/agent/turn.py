@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
-from agcore_lab.agent.slots import ContextSlot, build_context
+from agcore_lab.agent.slots import ContextSlot, context_window
 from agcore_lab.errors import ModelProtocolError
 from agcore_lab.llm.base import ChatResponse, ResponseDone
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
@@ -76,7 +76,7 @@ class TurnDraft:
 
 
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
-    context = build_context(draft.slot, agent.system_prompt)
+    context = context_window(draft.slot, agent.system_prompt)
     tools = agent.tool_specs
     response: ChatResponse | None = None
     probe = None

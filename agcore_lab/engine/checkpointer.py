@@ -161,6 +161,16 @@ class Checkpointer(RollbackSteps):
         async with session.turn_lock:
             return self.checkpoint_locked(session, label, source=source)
 
+    def first_meta(self, session: AgentSession, label: str = "start") -> CkptMeta:
+        """The first checkpoint of a session being created (no parent), for
+        ``AgentSession(first_checkpoint=...)`` to store with the session in one write;
+        announce it with :meth:`announce` once the session is stored."""
+        return self._meta(session, label=label, source="auto", parent=None)
+
+    def announce(self, meta: CkptMeta) -> None:
+        """Tell the listeners about a checkpoint stored by another write."""
+        self._emit("checkpoint", meta.session_id, ckpt_id=meta.ckpt_id)
+
     def checkpoint_locked(
         self, session: AgentSession, label: str | None = None, *, source: CheckpointSource = "auto"
     ) -> str:

@@ -146,9 +146,14 @@ class Dispatcher:
             intro = "From the session that gave you this task:"
             prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
             agent = dataclasses.replace(sub_agent, system_prompt=prompt)
-        child_id = await self._host.create_child(parent_id, agent, defer_checkpoint=stream)
+        # The shared-memory note is stored with the child (one write, not two).
+        child_id = await self._host.create_child(
+            parent_id,
+            agent,
+            defer_checkpoint=stream,
+            metadata={SHARED_KEY: {"parent_id": parent_id, "namespace": shared.namespace}},
+        )
         child = await self._host.get_or_recover(child_id)
-        child.write_metadata(SHARED_KEY, {"parent_id": parent_id, "namespace": shared.namespace})
         for entry in inherited:
             child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
         return child

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from agcore_lab.agent.agent import Agent
     from agcore_lab.agent.bundle import RuntimeBundle
     from agcore_lab.agent.session import AgentSession
@@ -52,10 +54,15 @@ class ManagerHost(Protocol):
         ...
 
     async def create_child(
-        self, parent_id: str, agent: Agent, *, defer_checkpoint: bool = False
+        self,
+        parent_id: str,
+        agent: Agent,
+        *,
+        defer_checkpoint: bool = False,
+        metadata: dict[str, JsonValue] | None = None,
     ) -> str:
         """Create a child session of ``parent_id`` (``defer_checkpoint``: no automatic
-        checkpoint until ``finalize_child``)."""
+        checkpoint until ``finalize_child``; ``metadata``: stored with it)."""
         ...
 
     async def finalize_child(self, session: AgentSession) -> str | None:

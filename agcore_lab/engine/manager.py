@@ -14,6 +14,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.events import TurnEvent, TurnResult
@@ -36,7 +38,7 @@ from agcore_lab.errors import (
     SessionNotFoundError,
     StaleSessionError,
 )
-from agcore_lab.store.base import ChangeRecord, SessionRecord, Store
+from agcore_lab.store.base import ChangeRecord, CkptMeta, SessionRecord, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -235,14 +237,31 @@ class SessionManager(ManagerFacades, CallOperations):
 
     async def create(self, agent: Agent, bundle: RuntimeBundle | None = None) -> str:
         """Create a root session for ``agent``; return its (time-ordered) id."""
-        session = self._attach(AgentSession(agent, bundle=bundle or self.bundle))
+        made: list[CkptMeta] = []
+        first = self._first_checkpoint(made) if self.auto_checkpoint else None
+        session = self._attach(
+            AgentSession(agent, bundle=bundle or self.bundle, first_checkpoint=first)
+        )
         self.emit("created", session.session_id)
-        if self.auto_checkpoint:
-            self.checkpointer.checkpoint_locked(session, "start", source="auto")
+        for meta in made:
+            self.checkpointer.announce(meta)
         return session.session_id
 
+    def _first_checkpoint(self, made: list[CkptMeta]) -> Callable[[AgentSession], CkptMeta]:
+        # The "start" checkpoint, stored with the session in its creating write.
+        def make(session: AgentSession) -> CkptMeta:
+            made.append(self.checkpointer.first_meta(session))
+            return made[-1]
+
+        return make
+
     async def create_child(
-        self, parent_id: str, agent: Agent, *, defer_checkpoint: bool = False
+        self,
+        parent_id: str,
+        agent: Agent,
+        *,
+        defer_checkpoint: bool = False,
+        metadata: dict[str, JsonValue] | None = None,
     ) -> str:
         """Create a child of ``parent_id`` sharing the parent's bundle.
 
@@ -252,6 +271,7 @@ class SessionManager(ManagerFacades, CallOperations):
             defer_checkpoint: Write no automatic checkpoint (neither at creation nor after
                 its turns) until :meth:`finalize_child` writes the child's one checkpoint
                 (``dispatch_stream`` children).
+            metadata: The child's first metadata values, stored with it.
 
         Raises:
             SessionNotFoundError: No such parent.
@@ -259,14 +279,19 @@ class SessionManager(ManagerFacades, CallOperations):
         self.require_stored(parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
-        session = AgentSession(agent, bundle=bundle, parent_id=parent_id)
+        made: list[CkptMeta] = []
+        wanted = self.auto_checkpoint and not defer_checkpoint
+        first = self._first_checkpoint(made) if wanted else None
+        session = AgentSession(
+            agent, bundle=bundle, parent_id=parent_id, metadata=metadata, first_checkpoint=first
+        )
         if defer_checkpoint:
             with self._map_lock:
                 self._deferred.add(session.session_id)
         self._attach(session)
         self.emit("created", session.session_id)
-        if self.auto_checkpoint and not defer_checkpoint:
-            self.checkpointer.checkpoint_locked(session, "start", source="auto")
+        for meta in made:
+            self.checkpointer.announce(meta)
         return session.session_id
 
     async def finalize_child(self, session: AgentSession) -> str | None:

@@ -56,7 +56,7 @@ __all__ = [
     "wire_form",
 ]
 
-CallKind = Literal["turn", "summary"]
+CallKind = Literal["turn", "summary", "merge"]
 CallStatus = Literal["ok", "error"]
 
 
@@ -194,7 +194,8 @@ class ModelCall(BaseModel):
         session_id: The session that sent it.
         slot_id: The slot whose context was sent.
         turn_index: The turn it belongs to (for a summary: the turn after which it was made).
-        kind: ``turn`` (a turn's tool-loop step) or ``summary``.
+        kind: ``turn`` (a turn's tool-loop step), ``summary``, or ``merge`` (the request a
+            Summarize-strategy slot merge sends).
         model: The model's name.
         params: The model's parameters that were sent (temperature, max tokens, ...).
         request_messages: The exact messages sent, in order (system prompt, injected

@@ -108,7 +108,9 @@ class ScriptedModel:
         self._cursor = 0
         self._call_counter = 0
         self._lock = threading.Lock()
-        self._memo: tuple[list[Message], int] = ([], 0)
+        # (length, tokens, probe messages) of the last conversation: see _prompt_tokens.
+        self._memo: tuple[int, int, tuple[Message, ...]] = (0, 0, ())
+        self._tool_tokens: dict[int, tuple[ToolSpec, int]] = {}
         self.calls = 0
 
     @property
@@ -167,26 +169,37 @@ class ScriptedModel:
     def _usage(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], reply: AssistantMessage
     ) -> Usage:
-        prompt = self._prompt_tokens(messages)
-        prompt += sum(estimate_tokens(json.dumps(t.to_openai())) for t in tools)
+        prompt = self._prompt_tokens(messages) + sum(map(self._tool_estimate, tools))
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=estimate_messages_tokens([reply]),
             requests=1,
         )
 
+    def _tool_estimate(self, tool: ToolSpec) -> int:
+        # An agent offers the same ToolSpec objects on every call: serialize each once.
+        cached = self._tool_tokens.get(id(tool))
+        if cached is None or cached[0] is not tool:
+            if len(self._tool_tokens) >= 1_000:
+                self._tool_tokens.clear()
+            cached = (tool, estimate_tokens(json.dumps(tool.to_openai())))
+            self._tool_tokens[id(tool)] = cached
+        return cached[1]
+
     def _prompt_tokens(self, messages: Sequence[Message]) -> int:
-        # Conversations grow by appending, so remember the last one: when it is a prefix of
-        # this one (list equality checks identity first, at C speed) only the new messages are
-        # estimated, and a turn does not get slower as the history grows.
-        current = list(messages)
+        # Conversations grow by appending, so remember the last one: when this one extends it
+        # (the same message objects at its first, middle and last positions: messages are
+        # immutable and a history is only ever appended to, so the engine's contexts share
+        # them exactly) only the new messages are estimated. O(what was added), not
+        # O(history): a turn does not get slower as the history grows.
+        count = len(messages)
         with self._lock:
-            known, total = self._memo
-            if known and len(current) >= len(known) and current[: len(known)] == known:
-                total += estimate_messages_tokens(current[len(known) :])
-            else:
-                total = estimate_messages_tokens(current)
-            self._memo = (current, total)
+            known, total, probes = self._memo
+            if not (known and count >= known and probes == _probes(messages, known)):
+                known, total = 0, 0
+            if count > known:
+                total += estimate_messages_tokens(messages[known:])
+            self._memo = (count, total, _probes(messages, count))
         return total
 
     async def complete(
@@ -221,6 +234,15 @@ class ScriptedModel:
                     index=index, arguments=arguments[start : start + self.chunk_size]
                 )
         yield ResponseDone(response=response)
+
+
+def _probes(messages: Sequence[Message], count: int) -> tuple[Message, ...]:
+    # Identity probes of a conversation's first ``count`` messages (compared with ``==`` on a
+    # tuple, which checks identity first: frozen messages compare equal only to themselves
+    # or to an identical copy, either way the same estimate).
+    if not count:
+        return ()
+    return (messages[0], messages[count // 2], messages[count - 1])
 
 
 def _fallback(messages: Sequence[Message]) -> str:

@@ -11,9 +11,13 @@ checkpoint it led to) and a compact ``parts_json`` that says how to rebuild the 
   — the same system prompt sent 1,000 times is stored once;
 - ``T``: the hash of the tools offered (in ``call_blobs``);
 - ``r``: the hash of the response when it is not a stored message (summaries, failed turns);
-  otherwise ``response_id`` names it in ``messages``;
+  otherwise ``response_id`` names it in ``messages``, and ``anchor_node`` is left empty: the
+  answer is placed in the chain right after the anchor, so its row's parent is the anchor;
 - ``i``: one letter per request part the engine injected (``s`` system prompt, ``m``
   summary, ``p`` pinned message, ``x`` other; ``-`` not injected).
+
+A turn's call (a tail and tools, maybe head parts; no ``r``) is written as the array
+``[t, "T"]`` or ``[t, "T", [p...], "i"]``: the same parts without their key names.
 
 Rare fields (parameters, the Focused window start, retries, the error, streamed and replayed
 flags) go to ``detail_json`` only when set.
@@ -41,12 +45,14 @@ from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._json import compact
+from agcore_lab.store.base import LinkRecord
 
 __all__ = [
     "CALL_SCHEMA",
     "checkpoint_ids",
     "delete_calls_of_checkpoints",
     "delete_session_calls",
+    "home_parents",
     "insert_calls",
     "stamp",
 ]
@@ -93,10 +99,18 @@ def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
+_DIGESTS: dict[str, str] = {}  # body -> its content address (the same bodies recur)
+
+
 def _put_blob(conn: sqlite3.Connection, body: str) -> str:
     # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
-    raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
-    digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    digest = _DIGESTS.get(body)
+    if digest is None:
+        raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
+        digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if len(_DIGESTS) >= 2_000:
+            _DIGESTS.clear()
+        _DIGESTS[body] = digest
     conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
     return digest
 
@@ -161,7 +175,7 @@ def _detail(call: ModelCall) -> str | None:
     return compact(detail) if detail else None
 
 
-def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
+def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tuple[Any, ...]:
     anchor, tail = call._tail if call._tail is not None else (None, 0)
     head = call.request_messages[: len(call.request_messages) - tail]
     parts: dict[str, JsonValue] = {}
@@ -180,8 +194,19 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
     if call.response is not None:
         if call._response_stored:
             response_id = call.response.id
+            if homes.get(response_id, "") == anchor:
+                # The answer's own row places it right after the anchor (written in this
+                # transaction): its parent is the anchor, not stored again (21 B a call).
+                anchor = None
         else:
             parts["r"] = _message_blob(conn, call.response, keep_id=True)
+    if tail and "T" in parts and "r" not in parts and ("i" not in parts or "p" in parts):
+        parts_json = f'[{tail},"{parts["T"]}"]'
+        if "p" in parts:
+            heads = ",".join(f'"{h}"' for h in parts["p"])  # type: ignore[union-attr]
+            parts_json = f'[{tail},"{parts["T"]}",[{heads}],"{parts.get("i", "")}"]'
+    else:
+        parts_json = compact(parts)
     return (
         call.session_id,
         call.call_id,
@@ -200,21 +225,35 @@ def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
         bytes.fromhex(call.request_hash),
         anchor,
         response_id,
-        compact(parts),
+        parts_json,
         _detail(call),
     )
 
 
-def insert_calls(conn: sqlite3.Connection, calls: Sequence[ModelCall]) -> None:
+def insert_calls(
+    conn: sqlite3.Connection, calls: Sequence[ModelCall], homes: dict[str, str] | None = None
+) -> None:
     """Insert call records (an id stored already is skipped).
 
     A call is anchored at the chain node its history tail ends at (or, with no tail, the
     slot's head when it was made), so a rollback past that node marks it abandoned.
+    ``homes`` maps messages placed at home in the same transaction to their parent node.
     """
     conn.executemany(
         "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [_row(conn, call) for call in calls],
+        [_row(conn, call, homes or {}) for call in calls],
     )
+
+
+def home_parents(links: Sequence[LinkRecord], renamed: dict[str, str]) -> dict[str, str]:
+    """Messages placed at home by ``links`` (not renamed on the way): message id -> parent."""
+    return {
+        link.message_id: link.parent_node_id
+        for link in links
+        if link.node_id == link.message_id
+        and link.parent_node_id is not None
+        and link.node_id not in renamed
+    }
 
 
 def stamp(some_id: str) -> str:
@@ -236,19 +275,26 @@ def checkpoint_ids(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str,
 _ORPHAN_BLOBS = """
 DELETE FROM call_blobs WHERE hash NOT IN (
     SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
+    UNION SELECT p.value FROM model_calls c, json_each(c.parts_json, '$[2]') p
     UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
         WHERE json_extract(parts_json, '$.T') IS NOT NULL
     UNION SELECT json_extract(parts_json, '$.r') FROM model_calls
-        WHERE json_extract(parts_json, '$.r') IS NOT NULL)
+        WHERE json_extract(parts_json, '$.r') IS NOT NULL
+    UNION SELECT json_extract(parts_json, '$[1]') FROM model_calls
+        WHERE json_extract(parts_json, '$[1]') IS NOT NULL)
 """
 _ORPHAN_BLOBS_PG = """
 DELETE FROM call_blobs WHERE hash NOT IN (
     SELECT p.value FROM model_calls c,
         jsonb_array_elements_text(coalesce(c.parts_json::jsonb -> 'p', '[]'::jsonb)) p
+    UNION SELECT p.value FROM model_calls c,
+        jsonb_array_elements_text(coalesce(c.parts_json::jsonb -> 2, '[]'::jsonb)) p
     UNION SELECT parts_json::jsonb ->> 'T' FROM model_calls
         WHERE parts_json::jsonb ->> 'T' IS NOT NULL
     UNION SELECT parts_json::jsonb ->> 'r' FROM model_calls
-        WHERE parts_json::jsonb ->> 'r' IS NOT NULL)
+        WHERE parts_json::jsonb ->> 'r' IS NOT NULL
+    UNION SELECT parts_json::jsonb ->> 1 FROM model_calls
+        WHERE parts_json::jsonb ->> 1 IS NOT NULL)
 """
 
 

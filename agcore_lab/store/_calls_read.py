@@ -73,7 +73,11 @@ def _blobs(conn: sqlite3.Connection, hashes: set[str]) -> dict[str, str]:
     return found
 
 
-def _responses(conn: sqlite3.Connection, ids: set[str]) -> dict[str, AssistantMessage]:
+def _responses(
+    conn: sqlite3.Connection, ids: set[str], parents: dict[str, str]
+) -> dict[str, AssistantMessage]:
+    """The stored responses by id; ``parents`` gets each one's chain parent (the node the
+    request's history ended at: a turn's call stores no anchor of its own)."""
     from agcore_lab.store._chains import _message
 
     found: dict[str, AssistantMessage] = {}
@@ -88,6 +92,8 @@ def _responses(conn: sqlite3.Connection, ids: set[str]) -> dict[str, AssistantMe
             message = _message(row)
             if isinstance(message, AssistantMessage):
                 found[message.id] = message
+                if row["parent_id"] is not None:
+                    parents[message.id] = row["parent_id"]
     return found
 
 
@@ -97,6 +103,18 @@ def _blob_message(body: str, digest: str, *, response: bool = False) -> Message:
         data.setdefault("id", _BLOB_ID + digest)
         data.setdefault("created_at", _EPOCH.isoformat())
     return MessageAdapter.validate_python(data)
+
+
+def _parts(text: str) -> dict[str, Any]:
+    parts = json.loads(text)
+    if isinstance(parts, list):  # a turn's call: [t, T] or [t, T, [p...], i]
+        named: dict[str, Any] = {"t": parts[0], "T": parts[1]}
+        if len(parts) > 2:
+            named["p"] = parts[2]
+            if parts[3]:
+                named["i"] = parts[3]
+        return named
+    return dict(parts)
 
 
 def read_calls(
@@ -113,10 +131,11 @@ def read_calls(
     cursor = conn.execute(sql, tuple(params))
     cursor.row_factory = sqlite3.Row
     rows = cursor.fetchall()  # newest first: the newest head loads the longest chain first
-    parts = [json.loads(r["parts_json"]) for r in rows]
+    parts = [_parts(r["parts_json"]) for r in rows]
     hashes = {h for p in parts for h in [*p.get("p", []), p.get("T"), p.get("r")] if h}
     blobs = _blobs(conn, hashes)
-    responses = _responses(conn, {r["response_id"] for r in rows if r["response_id"]})
+    parents: dict[str, str] = {}
+    responses = _responses(conn, {r["response_id"] for r in rows if r["response_id"]}, parents)
     chains = _Chains(conn)
     sessions = {r["session_id"] for r in rows}
     live = _live_nodes(conn, chains, sessions)
@@ -124,7 +143,16 @@ def read_calls(
         sid: (ids, [stamp(c) for c in ids]) for sid, ids in checkpoint_ids(conn, sessions).items()
     }
     calls = [
-        _call(r, p, blobs, responses, chains, live, _next_checkpoint(*ckpts[r["session_id"]], r))
+        _call(
+            r,
+            p,
+            blobs,
+            responses,
+            parents,
+            chains,
+            live,
+            _next_checkpoint(*ckpts[r["session_id"]], r),
+        )
         for r, p in zip(rows, parts, strict=True)
     ]
     calls.reverse()
@@ -148,6 +176,7 @@ def _call(
     parts: dict[str, Any],
     blobs: dict[str, str],
     responses: dict[str, AssistantMessage],
+    parents: dict[str, str],
     chains: _Chains,
     live: set[str],
     ckpt_id: str | None,
@@ -155,6 +184,8 @@ def _call(
     request = [_blob_message(blobs[h], h) for h in parts.get("p", [])]
     tail = int(parts.get("t", 0))
     anchor = row["anchor_node"]
+    if anchor is None and row["response_id"]:  # a turn's call: its answer's chain parent
+        anchor = parents.get(row["response_id"])
     if tail and anchor:
         request += chains.ending_at(anchor)[-tail:]
     response: Message | None = None

@@ -186,6 +186,16 @@ def acquire_lease(
     conn: sqlite3.Connection, session_id: str, holder: str, ttl: float, now: datetime
 ) -> int:
     """Take (or renew) the session's turn lease for ``holder``; return the stored version."""
+    # One statement when the lease is free, ours or run out (the usual case); the row is
+    # read only to say why it is refused.
+    taken = conn.execute(
+        "UPDATE sessions SET lease_holder = ?, lease_expires_at = ? WHERE session_id = ? "
+        "AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires_at IS NULL "
+        "OR lease_expires_at <= ?) RETURNING version",
+        (holder, (now + timedelta(seconds=ttl)).isoformat(), session_id, holder, now.isoformat()),
+    ).fetchall()
+    if taken:
+        return int(taken[0][0])
     version, *lease = _lease_row(conn, session_id)
     _refuse_if_held(session_id, holder, (lease[0], lease[1]), now)
     conn.execute(

@@ -214,9 +214,16 @@ class Store(Protocol):
     one from several processes on the same file.
     """
 
-    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
+    def create_session(
+        self,
+        record: SessionRecord,
+        *,
+        slots: Sequence[SlotRecord] = (),
+        checkpoint: CkptMeta | None = None,
+    ) -> None:
         """Insert a new session and its first slots, in one transaction. Raises
-        ``ConflictError`` if the id exists."""
+        ``ConflictError`` if the id exists. ``checkpoint``: the session's first checkpoint,
+        stored in the same transaction."""
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -247,11 +254,13 @@ class Store(Protocol):
         lease_holder: str | None = None,
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
+        release_lease: bool = False,
     ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
         links, upserted slots, a new pending tool call, the model calls that made the change,
         and the session record — only if the store still holds ``session.version`` and no other
-        holder's turn lease is live.
+        holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
+        lease up, in the same transaction (a turn's last write).
 
         Returns:
             The new version (``session.version + 1``).

@@ -31,6 +31,7 @@ from agcore_lab.store._approvals import (
 from agcore_lab.store._calls import (
     delete_calls_of_checkpoints,
     delete_session_calls,
+    home_parents,
     insert_calls,
 )
 from agcore_lab.store._calls_read import read_calls
@@ -61,11 +62,13 @@ from agcore_lab.store._sessions import (
     acquire_lease,
     check_writable,
     insert_session,
-    release_lease,
     renew_lease,
     session_from_row,
     stored_version,
     update_session,
+)
+from agcore_lab.store._sessions import (
+    release_lease as release_lease_row,
 )
 from agcore_lab.store._sqlite_connection import SqliteConnection
 from agcore_lab.store._sqlite_errors import (
@@ -122,8 +125,15 @@ class SqliteStore(SqliteConnection):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def create_session(self, record: SessionRecord, *, slots: Sequence[SlotRecord] = ()) -> None:
-        """Insert a new session (and its first slots); ``ConflictError`` if its id is taken."""
+    def create_session(
+        self,
+        record: SessionRecord,
+        *,
+        slots: Sequence[SlotRecord] = (),
+        checkpoint: CkptMeta | None = None,
+    ) -> None:
+        """Insert a new session (and its first slots, and its first checkpoint when given) in
+        one transaction; ``ConflictError`` if its id is taken."""
         with self._write() as conn:
             if stored_version(conn, record.session_id) is not None:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
@@ -133,6 +143,15 @@ class SqliteStore(SqliteConnection):
                 [slot_values(slot, record.session_id) for slot in slots],
             )
             log_change(conn, record.session_id, "created", self._origin)
+            if checkpoint is not None:
+                insert_checkpoint(conn, checkpoint)
+                log_change(
+                    conn,
+                    record.session_id,
+                    "checkpoint",
+                    self._origin,
+                    ckpt_id=checkpoint.ckpt_id,
+                )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""
@@ -197,7 +216,7 @@ class SqliteStore(SqliteConnection):
     def release_lease(self, session_id: str, holder: str) -> None:
         """Give ``holder``'s lease up."""
         with self._write() as conn:
-            release_lease(conn, session_id, holder)
+            release_lease_row(conn, session_id, holder)
 
     @property
     def origin(self) -> str:
@@ -234,15 +253,20 @@ class SqliteStore(SqliteConnection):
         lease_holder: str | None = None,
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
+        release_lease: bool = False,
     ) -> int:
         """Write messages, links, slots, a pending call, model-call records and the session
         record in one transaction, if the store still holds ``session.version``; return the
-        new version."""
+        new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
+        transaction (the last write of a turn)."""
         sid = session.session_id
         with self._write() as conn:
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
+            if release_lease and lease_holder is not None:
+                release_lease_row(conn, sid, lease_holder)
             renamed = insert_chain(conn, sid, messages, links)
-            insert_calls(conn, calls)
+            if calls:
+                insert_calls(conn, calls, home_parents(links, renamed))
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(

@@ -339,3 +339,72 @@ def test_sub_agent_calls_are_recorded_in_the_child(tmp_path: Path) -> None:
     assert call.request_messages[-1].text == "help me"
     frame = manager.model_calls_frame()
     assert set(frame.agent_name) == {"helper"}
+
+
+def test_a_summarize_merge_is_recorded_as_a_merge_call(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "merge.db")
+    model = ScriptedModel(["main answer", "side answer", "the side work, condensed"])
+    session = AgentSession(Agent(name="m", model=model), store=store)
+    session.submit_turn_sync("start")
+    session.fork_slot_sync("side", switch=True, strategy="summarize")
+    session.submit_turn_sync("explore a detour")
+    merged = session.merge_slot_sync("side")
+    calls = store.list_calls(session.session_id)
+    assert [c.kind for c in calls] == ["turn", "turn", "merge"]
+    merge = calls[-1]
+    # The exact request the model got: the child's new messages in a transcript.
+    assert merge.slot_id == "side" and merge.status == "ok"
+    assert "explore a detour" in merge.request_messages[-1].text
+    assert "side answer" in merge.request_messages[-1].text
+    assert "start" not in merge.request_messages[-1].text  # shared history is not re-sent
+    assert merge.response is not None and merge.response.content == "the side work, condensed"
+    assert merge.usage.prompt_tokens > 0
+    # The merged summary message in the target carries the same text.
+    assert merged.messages[-1].text.endswith("the side work, condensed")
+    # Recording off: the merge still happens, nothing is recorded.
+    quiet = AgentSession(
+        Agent(name="q", model=ScriptedModel(["a", "b", "c"]), record_calls=False), store=store
+    )
+    quiet.submit_turn_sync("start")
+    quiet.fork_slot_sync("side", switch=True, strategy="summarize")
+    quiet.submit_turn_sync("detour")
+    quiet.merge_slot_sync("side")
+    assert store.list_calls(quiet.session_id) == []
+
+
+def test_destroying_a_session_keeps_the_blobs_another_session_still_uses(tmp_path: Path) -> None:
+    # The system prompt and the tools are stored once for both sessions; destroying one must
+    # not take them from the other (its calls are stored in the compact array form).
+    store = SqliteStore(tmp_path / "shared.db")
+    manager = SessionManager(store)
+    agent = Agent(name="both", system_prompt="shared prompt", model=ScriptedModel(), tools=[add])
+    gone, kept = manager.create_sync(agent), manager.create_sync(agent)
+    manager.submit_turn_sync(gone, "hi")
+    manager.submit_turn_sync(kept, "hello")
+    before = store.list_calls(kept)
+    assert store.connection.execute("select count(*) from call_blobs").fetchone()[0] == 2
+    manager.destroy_sync(gone)
+    after = store.list_calls(kept)
+    assert [c.request_messages for c in after] == [c.request_messages for c in before]
+    assert after[0].request_messages[0].text == "shared prompt"
+    assert [t.name for t in after[0].tools] == ["add"]
+    assert store.connection.execute("select count(*) from call_blobs").fetchone()[0] == 2
+
+
+def test_a_turns_call_row_is_small_with_a_system_prompt_and_tools(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "small.db")
+    session = AgentSession(
+        Agent(name="w", system_prompt="Be brief.", model=ScriptedModel(), tools=[add]),
+        store=store,
+    )
+    for i in range(200):
+        session.submit_turn_sync(f"question {i}")
+    payload = store.connection.execute(
+        "select sum(payload) from dbstat where name = 'model_calls'"
+    ).fetchone()[0]
+    # ids, counts, times, the request hash and where the request sits in the chains: no
+    # message content, no key names for the usual parts, no anchor beside the answer's id.
+    assert payload / 200 < 185  # (it was 212 with the anchor and the key names)
+    call = store.list_calls(session.session_id)[-1]
+    assert [m.role for m in call.request_messages[:2]] == ["system", "user"]
+    assert call.injected == {0: "system_prompt"} and call.tools[0].name == "add"

@@ -14,7 +14,7 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.base import ChatModel, ResponseDone, TextDelta, ToolCallDelta, ToolSpec
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, UserMessage
 from agcore_lab.llm.scripted import FALLBACK_PREFIX, ScriptedModel
-from agcore_lab.llm.tokens import MESSAGE_OVERHEAD, estimate_tokens
+from agcore_lab.llm.tokens import MESSAGE_OVERHEAD, estimate_messages_tokens, estimate_tokens
 
 HI: list[Message] = [UserMessage(content="hi")]
 
@@ -204,3 +204,19 @@ def test_bad_configuration_is_rejected(kwargs: dict[str, Any], match: str) -> No
 def test_a_bad_script_item_is_a_clear_error() -> None:
     with pytest.raises(InvalidInputError, match="script item"):
         _reply(ScriptedModel([42]))  # type: ignore[list-item]
+
+
+def test_prompt_tokens_follow_the_conversation_whatever_came_before() -> None:
+    # The model remembers the last conversation to estimate only what a new one adds; a
+    # shorter one, a fork that left it, or another conversation is estimated whole, so every
+    # count equals a fresh model's count.
+    history = [UserMessage(content=f"message number {i} " * (i % 7 + 1)) for i in range(40)]
+    fork = [*history[:20], *(UserMessage(content="forked off " * i) for i in range(1, 21))]
+    other = [UserMessage(content="another session " * (i % 3 + 1)) for i in range(40)]
+    sequences = [history[:10], history[:30], history[:30], history, history[:5], fork, history]
+    sequences += [other, [*history, *fork], history[:1], []]
+    model = ScriptedModel()
+    for messages in sequences:
+        got = asyncio.run(model.complete(messages)).usage.prompt_tokens
+        fresh = asyncio.run(ScriptedModel().complete(messages)).usage.prompt_tokens
+        assert got == fresh == estimate_messages_tokens(messages)
