@@ -15,13 +15,15 @@ import bisect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter._svg import format_cost
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
+    from agcore_lab.jupyter.calls import CallInspector
     from agcore_lab.llm.call_record import ModelCall
 
-__all__ = ["CallCounts", "call_row", "calls_of", "stamp"]
+__all__ = ["CallCounts", "TurnCalls", "call_row", "calls_of", "stamp"]
 
 
 def stamp(some_id: str) -> str:
@@ -131,3 +133,51 @@ async def calls_of(manager: SessionManager, meta: Any, expected: int | None) -> 
     if expected is not None and len(mine) < expected:
         mine = [c for c in await manager.model_calls(sid) if c.ckpt_id == meta.ckpt_id]
     return mine
+
+
+class TurnCalls:
+    """The selected checkpoint's calls, opened in a call inspector (a mixin of
+    :class:`~agcore_lab.jupyter.CheckpointTimeline`; needs its ``manager``, ``session_id``,
+    ``graph``, ``selected_calls``, ``inspector``, ``inspector_box``, ``on_open_call``,
+    ``show_error`` and ``set_status``)."""
+
+    manager: Any
+    session_id: str
+    graph: Any
+    selected_calls: list[ModelCall]
+    inspector: CallInspector | None
+    inspector_box: Any
+    on_open_call: Any
+    show_error: Any
+    set_status: Any
+
+    def _inspect_clicked(self, change: Any) -> None:
+        call_id = change["new"]
+        if not call_id:
+            return
+        self.graph.inspect = ""  # a second click on the same call is a change again
+        self.open_call(call_id)
+
+    def open_call(self, call_id: str) -> CallInspector | None:
+        """Open a :class:`~agcore_lab.jupyter.CallInspector` at ``call_id`` (one of the
+        selected checkpoint's calls) below the timeline — or hand the call to
+        ``on_open_call`` when one was given. Returns the inspector (``None`` otherwise)."""
+        call = next((c for c in self.selected_calls if c.call_id == call_id), None)
+        if call is None:
+            self.show_error(
+                InvalidInputError(f"no call {call_id!r} among the selected checkpoint's calls")
+            )
+            return None
+        self.show_error(None)
+        if self.on_open_call is not None:
+            self.on_open_call(call)
+            return None
+        from agcore_lab.jupyter.calls import CallInspector
+
+        if self.inspector is not None:
+            self.inspector.close()
+        self.inspector = CallInspector(self.manager, self.session_id)
+        self.inspector.select(call_id)
+        self.inspector_box.children = [self.inspector]
+        self.set_status(f"Call {call_id} (turn {call.turn_index}) opened below.")
+        return self.inspector

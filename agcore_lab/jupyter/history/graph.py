@@ -1,5 +1,7 @@
-"""``HistoryGraph``: the branching history, its axes and the sortable table, drawn by
-``history.js`` (canvas) with ``history.css``.
+"""``HistoryGraph``: the branching history, its axes and the sortable table, drawn in the
+browser by one anywidget ESM assembled from ``format.js`` (helpers), ``canvas.js`` (the
+graph), ``table.js`` (the table and the calls) and ``history.js`` (layout and wiring) — plain
+files shipped in the wheel, joined here with no build step — styled by ``history.css``.
 
 The whole state is a handful of synced traits. Python sets ``data`` (every checkpoint, as
 columns), ``order`` (the table's rows, already filtered and sorted), ``calls`` (the selected
@@ -22,6 +24,11 @@ from agcore_lab.jupyter.history.rows import COLUMNS
 __all__ = ["HistoryGraph"]
 
 _HERE = Path(__file__).parent
+_PARTS = ("format.js", "canvas.js", "table.js", "history.js")  # history.js exports render
+
+
+def _esm() -> str:
+    return "\n".join((_HERE / part).read_text(encoding="utf-8") for part in _PARTS)
 
 
 class HistoryGraph(anywidget.AnyWidget):
@@ -42,7 +49,7 @@ class HistoryGraph(anywidget.AnyWidget):
         version: Bumped by Python whenever ``data`` changes (tests wait on it).
     """
 
-    _esm = _HERE / "history.js"
+    _esm = _esm()
     _css = _HERE / "history.css"
 
     data = traitlets.Dict().tag(sync=True)

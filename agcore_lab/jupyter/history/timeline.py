@@ -30,11 +30,11 @@ from agcore_lab.jupyter._svg import format_cost
 from agcore_lab.jupyter._theme import style_tag
 from agcore_lab.jupyter._view import ManagerView
 from agcore_lab.jupyter.history.actions import HistoryActions
-from agcore_lab.jupyter.history.calls import CallCounts, call_row, calls_of
+from agcore_lab.jupyter.history.calls import CallCounts, TurnCalls, call_row, calls_of
+from agcore_lab.jupyter.history.controls import HistoryControls
 from agcore_lab.jupyter.history.graph import HistoryGraph
 from agcore_lab.jupyter.history.lanes import graph_data
 from agcore_lab.jupyter.history.loading import CheckpointReader
-from agcore_lab.jupyter.history.rows import AXES, row_order
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
@@ -59,7 +59,7 @@ class _Loaded:
     calls: dict[str, int] = field(default_factory=dict)  # ckpt id -> model calls
 
 
-class CheckpointTimeline(HistoryActions, ManagerView):
+class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView):
     """One session's checkpoints: a branching history graph, a sortable table, a preview.
 
     The graph (git-graph style, drawn on a canvas so 10,000 checkpoints stay smooth) has one
@@ -295,14 +295,6 @@ class CheckpointTimeline(HistoryActions, ManagerView):
             f'<span class="agc-count">{plural(len(self.checkpoints), "checkpoint")}</span></div>'
         )
 
-    def _order(self) -> list[int]:
-        if not self.data:
-            return []
-        g = self.graph
-        return row_order(
-            self.data, sort_key=g.sort_key, descending=g.descending, axis=g.axis, brush=g.brush
-        )
-
     def _render(self) -> None:
         with self._lock:
             self.header_html.value = self._header()
@@ -319,7 +311,7 @@ class CheckpointTimeline(HistoryActions, ManagerView):
                 b.disabled = self.selected is None or self._acting or self.gone
             self.refresh_button.disabled = self.gone
 
-    # -- selection, order, zoom ---------------------------------------------------------------
+    # -- selection ----------------------------------------------------------------------------
 
     def _picked(self, change: Any) -> None:
         if self._quiet or change["new"] is None or change["new"] == self.selected:
@@ -342,79 +334,6 @@ class CheckpointTimeline(HistoryActions, ManagerView):
     def selected_meta(self) -> Any:
         """The selected checkpoint's ``CkptMeta``, or ``None``."""
         return next((c for c in self.checkpoints if c.ckpt_id == self.selected), None)
-
-    def _reordered(self, change: Any) -> None:
-        if self._quiet:
-            return
-        try:
-            self._render()
-        except InvalidInputError as exc:
-            self.show_error(exc)
-
-    def sort(self, key: str = "", *, descending: bool = False) -> None:
-        """Sort the table by a column (``turn``, ``time``, ``slot``, ``source``, ``label``,
-        ``msgs``, ``tokens``, ``cost``, ``calls``); ``""`` is newest first.
-
-        Raises:
-            InvalidInputError: Unknown column (nothing changes).
-        """
-        row_order({"turn": []}, sort_key=key)  # raises on an unknown column
-        with self.graph.hold_trait_notifications():
-            self.graph.sort_key, self.graph.descending = key, descending
-
-    def set_axis(self, axis: str) -> None:
-        """Draw the graph over ``"turn"`` or ``"time"`` (the brush is cleared).
-
-        Raises:
-            InvalidInputError: Another axis (nothing changes).
-        """
-        if axis not in AXES:
-            raise InvalidInputError(f"axis must be 'turn' or 'time', got {axis!r}")
-        with self.graph.hold_trait_notifications():
-            self.graph.brush = []
-            self.graph.axis = axis
-
-    def brush_range(self, low: float, high: float) -> None:
-        """Brush ``[low, high]`` on the axis (turns, or seconds after the first checkpoint):
-        the graph zooms to it and the table keeps the checkpoints inside."""
-        self.graph.brush = sorted([float(low), float(high)])
-
-    def reset_zoom(self) -> None:
-        """Clear the brush: the whole history, every row (what **Reset** does)."""
-        self.graph.brush = []
-
-    # -- the calls of a turn ------------------------------------------------------------------
-
-    def _inspect_clicked(self, change: Any) -> None:
-        call_id = change["new"]
-        if not call_id:
-            return
-        self.graph.inspect = ""  # a second click on the same call is a change again
-        self.open_call(call_id)
-
-    def open_call(self, call_id: str) -> CallInspector | None:
-        """Open a :class:`~agcore_lab.jupyter.CallInspector` at ``call_id`` (one of the
-        selected checkpoint's calls) below the timeline — or hand the call to
-        ``on_open_call`` when one was given. Returns the inspector (``None`` otherwise)."""
-        call = next((c for c in self.selected_calls if c.call_id == call_id), None)
-        if call is None:
-            self.show_error(
-                InvalidInputError(f"no call {call_id!r} among the selected checkpoint's calls")
-            )
-            return None
-        self.show_error(None)
-        if self.on_open_call is not None:
-            self.on_open_call(call)
-            return None
-        from agcore_lab.jupyter.calls import CallInspector
-
-        if self.inspector is not None:
-            self.inspector.close()
-        self.inspector = CallInspector(self.manager, self.session_id)
-        self.inspector.select(call_id)
-        self.inspector_box.children = [self.inspector]
-        self.set_status(f"Call {call_id} (turn {call.turn_index}) opened below.")
-        return self.inspector
 
     # -- lifetime and reprs -------------------------------------------------------------------
 
