@@ -44,6 +44,8 @@ print("state:", timeline.graph.sort_key, len(timeline.graph.brush),
       inspected.turn_index, inspected.request_messages[-1].text,
       sum(len(v) for v in timeline.forks.values()))"""
 
+AXIS = 'print("axis:", timeline.graph.axis, timeline.graph.brush)'
+
 pytestmark = pytest.mark.browser
 
 
@@ -62,7 +64,7 @@ def _dot(canvas: Any, box: dict[str, float], x: float, row: int) -> tuple[float,
 def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -> None:
     from playwright.sync_api import expect
 
-    jupyter_lab.write_notebook("timeline.ipynb", [SETUP, READ_BACK, TREE, KERNEL_STATE])
+    jupyter_lab.write_notebook("timeline.ipynb", [SETUP, READ_BACK, TREE, KERNEL_STATE, AXIS])
     jupyter_lab.open_notebook(page, "timeline.ipynb")
     jupyter_lab.run_all_cells(page)
 
@@ -147,6 +149,13 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     expect(state).to_have_text("state: tokens 2 1 turn 0 1", timeout=30_000)
     timeline.locator("button.agc-ht-reset").click()
     expect(timeline.locator(".agc-ht-count")).to_have_text("5 of 5 checkpoints")
+    # The time axis (with dates), switched by its button.
+    timeline.locator("button.agc-ht-btn", has_text="time").click()
+    expect(timeline.locator("button.agc-ht-btn.agc-ht-on")).to_have_text("time")
+    jupyter_lab.run_cell(page, 4)
+    axis = page.locator(".jp-Notebook .jp-Cell").nth(4).locator(".jp-OutputArea-output")
+    expect(axis).to_have_text("axis: time []", timeout=30_000)
+    jupyter_lab.screenshot(page, "timeline_time_axis")
     expect(timeline.locator(".agc-error")).to_have_count(0)
 
     # The kernel agrees: the live session's turn index went back.

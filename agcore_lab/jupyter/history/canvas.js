@@ -26,7 +26,7 @@ function historyGraph({ model, plot, canvas, tip, reset, axisTurn, axisTime, sen
     const pick = (name, fallback) => (css.getPropertyValue(name) || "").trim() || fallback;
     colors = {
       lane: pick("--jp-brand-color1", "#1976d2"),
-      branch: pick("--jp-error-color1", "#c62828"),
+      branch: pick("--jp-info-color1", "#0097a7"),
       auto: pick("--jp-brand-color1", "#1976d2"),
       manual: pick("--jp-warn-color1", "#f57c00"),
       rollback: pick("--jp-error-color1", "#c62828"),
@@ -143,6 +143,7 @@ function historyGraph({ model, plot, canvas, tip, reset, axisTurn, axisTime, sen
       ctx.moveTo(x, base);
       ctx.lineTo(x, base + 4);
       ctx.stroke();
+      if (x + 24 > width) continue; // its label would be cut at the right edge
       ctx.fillText(tick.label, x, base + 14);
       if (tick.sub) ctx.fillText(tick.sub, x, base + 25);
     }
@@ -188,8 +189,15 @@ function historyGraph({ model, plot, canvas, tip, reset, axisTurn, axisTime, sen
       }
       ctx.stroke();
     });
-    // Dots, one path per colour; at most one ordinary dot per 3 px of a lane.
-    const paths = { auto: new Path2D(), manual: new Path2D(), rollback: new Path2D() };
+    // Dots, one path per colour, an ordinary dot in its lane's colour. A lane with more than
+    // one checkpoint per 6 px in view shows only its special dots (rollbacks, forks, manual
+    // ones, its ends, the selected one): the line carries the rest.
+    const paths = {
+      lane: new Path2D(),
+      branch: new Path2D(),
+      manual: new Path2D(),
+      rollback: new Path2D(),
+    };
     const forks = data.forks || {};
     const src = data.src || [];
     const selected = model.get("selected");
@@ -197,14 +205,17 @@ function historyGraph({ model, plot, canvas, tip, reset, axisTurn, axisTime, sen
     const diamonds = [];
     const left = LEFT - 6;
     const right = LEFT + plotWidth() + 6;
-    for (const indices of lanes) {
+    lanes.forEach((indices, number) => {
       let lastX = -Infinity;
+      let inView = 0;
+      for (const i of indices) if (px(xs[i]) >= left && px(xs[i]) <= right) inView++;
+      const dense = inView > plotWidth() / 6;
       indices.forEach((i, k) => {
         const x = px(xs[i]);
         if (x < left || x > right) return;
         const special =
           src[i] !== 0 || forks[i] || i === selectedIndex || k === 0 || k === indices.length - 1;
-        if (!special && x - lastX < 3) return;
+        if (!special && (dense || x - lastX < 3)) return;
         lastX = x;
         const y = rowY(rowOf[i]);
         if (forks[i]) {
@@ -213,11 +224,11 @@ function historyGraph({ model, plot, canvas, tip, reset, axisTurn, axisTime, sen
         }
         const kind = SOURCES[src[i]] || "auto";
         const r = kind === "auto" ? 3.5 : 4.5;
-        const path = paths[kind] || paths.auto;
+        const path = paths[kind] || (number === 0 ? paths.lane : paths.branch);
         path.moveTo(x + r, y);
         path.arc(x, y, r, 0, Math.PI * 2);
       });
-    }
+    });
     for (const [kind, path] of Object.entries(paths)) {
       ctx.fillStyle = colors[kind];
       ctx.fill(path);

@@ -18,7 +18,18 @@ function render({ model, el: root }) {
   axisTime.title = "x axis: time (UTC)";
   reset.title = "Show the whole history (clear the brush and the zoom)";
   const hint = el("span", "agc-ht-hint", "drag: brush · wheel: zoom · shift-drag: pan");
-  bar.append(summary, el("span", "agc-ht-gap"), hint, axisTurn, axisTime, reset);
+  const legend = el("span", "agc-ht-legend");
+  for (const [kind, text] of [
+    ["auto", "turn"],
+    ["manual", "manual"],
+    ["rollback", "rollback"],
+    ["fork", "fork"],
+  ]) {
+    const item = el("span", "agc-ht-key agc-ht-key-" + kind);
+    item.append(el("i"), document.createTextNode(text));
+    legend.append(item);
+  }
+  bar.append(summary, legend, el("span", "agc-ht-gap"), hint, axisTurn, axisTime, reset);
   const plot = el("div", "agc-ht-plot");
   const canvas = el("canvas", "agc-ht-canvas");
   const tip = el("div", "agc-ht-tip");
