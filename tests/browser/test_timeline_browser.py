@@ -68,7 +68,7 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     jupyter_lab.open_notebook(page, "timeline.ipynb")
     jupyter_lab.run_all_cells(page)
 
-    timeline = page.locator(".jp-OutputArea-output .agc-timeline")
+    timeline = page.locator(".jp-OutputArea-output .agc-timeline").first
     expect(timeline).to_be_visible(timeout=60_000)
     expect(_rows(timeline)).to_have_count(4)
     expect(timeline.locator(".agc-turn")).to_have_text("turn 3")
@@ -125,6 +125,7 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     timeline.locator("button.jupyter-button", has_text="Fork").click()
     timeline.locator("button.jupyter-button", has_text="Confirm fork").click()
     expect(timeline.locator(".agc-status-line")).to_contain_text("into session", timeout=30_000)
+    child = timeline.locator(".agc-status-line").inner_text().split("into session ")[1].rstrip(".")
     expect(timeline.locator(".agc-head").first).to_contain_text("1 fork")
     jupyter_lab.screenshot(page, "timeline_rollback_fork_light")
     jupyter_lab.set_theme(page, "JupyterLab Dark")
@@ -150,7 +151,7 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     timeline.locator("button.agc-ht-reset").click()
     expect(timeline.locator(".agc-ht-count")).to_have_text("5 of 5 checkpoints")
     # The time axis (with dates), switched by its button.
-    timeline.locator("button.agc-ht-btn", has_text="time").click()
+    timeline.locator("button[title='x axis: time (UTC)']").click()
     expect(timeline.locator("button.agc-ht-btn.agc-ht-on")).to_have_text("time")
     jupyter_lab.run_cell(page, 4)
     axis = page.locator(".jp-Notebook .jp-Cell").nth(4).locator(".jp-OutputArea-output")
@@ -161,6 +162,20 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     # The kernel agrees: the live session's turn index went back.
     jupyter_lab.run_cell(page, 1)
     expect(read_back).to_have_text("turn index: 1", timeout=30_000)
+
+    # The fork links to the child session: its own history opens below.
+    timeline.locator("button[title='x axis: turn']").click()
+    forked_row = _rows(timeline).filter(has=page.locator("td[data-key=turn]", has_text="2"))
+    forked_row.first.click()
+    expect(timeline.locator(".agc-ht-forks")).to_contain_text(child)
+    timeline.locator("button.agc-ht-open-fork").click()
+    nested = timeline.locator(".agc-timeline")
+    expect(nested).to_have_count(1, timeout=30_000)
+    expect(nested.locator(".agc-head").first).to_contain_text(child)
+    expect(nested.locator("tr.agc-ht-row").first.locator("td[data-key=source]")).to_have_text(
+        "fork"
+    )
+    jupyter_lab.screenshot(page, "timeline_fork_opened")
     assert jupyter_lab.dialogs == []
 
 

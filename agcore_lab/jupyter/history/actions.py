@@ -3,7 +3,8 @@
 A mixin of :class:`~agcore_lab.jupyter.CheckpointTimeline`: **Confirm** runs
 ``checkpointer.rollback(session_id, ckpt_id)`` or ``checkpointer.fork(session_id, ckpt_id)`` on
 agcore_lab's background loop through the view's ``_act`` (one action at a time; status and
-errors inline); **Cancel** changes nothing. Each is a method a user can call in a cell.
+errors inline); **Cancel** changes nothing. A fork's **Open timeline** shows the child
+session's own history below. Each is a method a user can call in a cell.
 """
 
 from __future__ import annotations
@@ -19,15 +20,21 @@ __all__ = ["HistoryActions"]
 
 
 class HistoryActions:
-    """Rollback and fork of the selected checkpoint (needs the timeline's ``session_id``,
-    ``gone``, ``manager``, ``confirm_bar``, ``select``, ``selected_meta``, ``_act``,
+    """Rollback and fork of the selected checkpoint, and opening a fork's own history (needs
+    the timeline's ``session_id``, ``gone``, ``forks``, ``graph``, ``manager``,
+    ``confirm_bar``, ``select``, ``selected_meta``, the opened views and their box, ``_act``,
     ``show_error`` and ``set_status``)."""
 
     session_id: str
     gone: bool
     last_fork: str | None
+    forks: dict[str, list[str]]
+    fork_view: Any
+    inspector: Any
+    inspector_box: Any
     manager: Any
     confirm_bar: Any
+    graph: Any
     select: Any
     selected_meta: Any
     _act: Any
@@ -86,6 +93,32 @@ class HistoryActions:
     def cancel(self) -> None:
         """Close the question; nothing changes."""
         self.confirm_bar.cancel()
+
+    def _fork_clicked(self, change: Any) -> None:
+        child = change["new"]
+        if child:
+            self.graph.open_session = ""  # a second click on the same fork is a change again
+            self.open_fork(child)
+
+    def open_fork(self, session_id: str) -> Any:
+        """Show the checkpoint history of a child session forked from here, below this one
+        (what a fork's **Open timeline** does); returns that timeline.
+
+        Raises:
+            SessionNotFoundError: The child is not in the store (any more).
+        """
+        if not any(session_id in children for children in self.forks.values()):
+            self.show_error(InvalidInputError(f"{session_id!r} is not a fork of this session"))
+            return None
+        self.show_error(None)
+        for opened in (self.inspector, self.fork_view):
+            if opened is not None:
+                opened.close()
+        self.inspector = None
+        self.fork_view = type(self)(self.manager, session_id)  # type: ignore[call-arg]
+        self.inspector_box.children = [self.fork_view]
+        self.set_status(f"The history of fork {session_id} is shown below.")
+        return self.fork_view
 
     def _run(self, action: str, meta: Any) -> BackgroundTask[Any] | None:
         checkpointer = self.manager.checkpointer

@@ -146,6 +146,7 @@ class TurnCalls:
     graph: Any
     selected_calls: list[ModelCall]
     inspector: CallInspector | None
+    fork_view: Any
     inspector_box: Any
     on_open_call: Any
     show_error: Any
@@ -174,8 +175,10 @@ class TurnCalls:
             return None
         from agcore_lab.jupyter.calls import CallInspector
 
-        if self.inspector is not None:
-            self.inspector.close()
+        for opened in (self.inspector, self.fork_view):
+            if opened is not None:
+                opened.close()
+        self.fork_view = None
         self.inspector = CallInspector(self.manager, self.session_id)
         self.inspector.select(call_id)
         self.inspector_box.children = [self.inspector]

@@ -7,7 +7,8 @@ The whole state is a handful of synced traits. Python sets ``data`` (every check
 columns), ``order`` (the table's rows, already filtered and sorted), ``calls`` (the selected
 checkpoint's model calls) and ``disabled``; the browser sets ``selected`` (a click on a dot or
 a row), ``sort_key`` / ``descending`` (a click on a column head), ``axis`` (turn or time),
-``brush`` (a range dragged on the graph) and ``inspect`` (a click on a call's Inspect).
+``brush`` (a range dragged on the graph), ``inspect`` (a click on a call's Inspect) and
+``open_session`` (a click on a fork's Open).
 Every text goes into the page with ``textContent``: labels, ids and names are never markup.
 """
 
@@ -45,6 +46,7 @@ class HistoryGraph(anywidget.AnyWidget):
         calls: The selected checkpoint's model calls
             (``[{"id", "kind", "model", "tokens", "ms", "cost", "status"}]``).
         inspect: Set by the browser to a call id when its Inspect button is clicked.
+        open_session: Set by the browser to a fork's child session id when its Open is clicked.
         disabled: The session is gone: nothing to select or act on.
         version: Bumped by Python whenever ``data`` changes (tests wait on it).
     """
@@ -62,6 +64,7 @@ class HistoryGraph(anywidget.AnyWidget):
     brush = traitlets.List(traitlets.Float()).tag(sync=True)
     calls = traitlets.List(traitlets.Dict()).tag(sync=True)
     inspect = traitlets.Unicode("").tag(sync=True)
+    open_session = traitlets.Unicode("").tag(sync=True)
     disabled = traitlets.Bool(False).tag(sync=True)
     version = traitlets.Int(0).tag(sync=True)
 

@@ -41,6 +41,10 @@ class CheckpointReader:
         self.session_id = session_id
         self.full_reads = 0
         self._kept: list[Any] | None = None  # CkptMeta, newest first
+        if getattr(manager.store, "read_dataframe", None) is not None:
+            # read_dataframe imports pandas on first use: do it here, on the caller's thread,
+            # not inside a load on the background loop the turns share (~0.5 s, once).
+            import pandas  # noqa: F401
 
     def forget(self) -> None:
         """Read everything again next time."""

@@ -152,6 +152,18 @@ function historyTable({ model, tableWrap, head, body, count, callsBox, send }) {
       counted < 0 ? " · counting…" : ` · ${counted} call${counted === 1 ? "" : "s"} led to this checkpoint`;
     title.append(document.createTextNode(what));
     callsBox.append(title);
+    const children = (data.forks || {})[i] || [];
+    if (children.length) {
+      const line = el("div", "agc-ht-forks", "Forked into ");
+      for (const child of children) {
+        line.append(el("code", "", child));
+        const open = el("button", "agc-ht-btn agc-ht-open-fork", "Open timeline");
+        open.title = "Show the checkpoint history of " + child;
+        open.addEventListener("click", () => send({ open_session: child }));
+        line.append(open);
+      }
+      callsBox.append(line);
+    }
     if (counted === 0) {
       callsBox.append(
         el("div", "agc-ht-muted", "none (a start, manual, rollback or fork checkpoint sends no request)"),

@@ -87,7 +87,7 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
         session_id: The session to show.
         page_size: Rows of the table in the static HTML snapshot (saved notebooks, nbviewer).
         on_open_call: Called with the ``ModelCall`` when a call's Inspect is clicked, instead
-            of opening a ``CallInspector`` below the timeline.
+            of opening a ``CallInspector`` in the timeline (under its buttons).
 
     Raises:
         SessionNotFoundError: The session is not in the manager's store.
@@ -140,6 +140,7 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
         self.selected_calls: list[ModelCall] = []
         self.call_counts: dict[str, int] = {}
         self.inspector: CallInspector | None = None
+        self.fork_view: CheckpointTimeline | None = None  # a fork's history, opened below
         self.last_fork: str | None = None
         self.forks: dict[str, list[str]] = {}
         self.gone = False  # the session was destroyed
@@ -164,13 +165,14 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
             self.confirm_bar,
             self.status_html,
             self.error_html,
+            self.inspector_box,  # an opened call or fork: right under the click, in view
             self.preview_html,
-            self.inspector_box,
         ]
         self.add_class("agc-timeline")
         self.graph.observe(self._picked, names="selected")
         self.graph.observe(self._reordered, names=["sort_key", "descending", "axis", "brush"])
         self.graph.observe(self._inspect_clicked, names="inspect")
+        self.graph.observe(self._fork_clicked, names="open_session")
         self.rollback_button.on_click(lambda _: self.ask_rollback())
         self.fork_button.on_click(lambda _: self.ask_fork())
         self._loader(self._load, self._loaded)
@@ -338,10 +340,10 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
     # -- lifetime and reprs -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop following the manager (and close an opened call inspector)."""
-        inspector = getattr(self, "inspector", None)
-        if inspector is not None:
-            inspector.close()
+        """Stop following the manager (and close an opened call inspector or fork history)."""
+        for opened in (getattr(self, "inspector", None), getattr(self, "fork_view", None)):
+            if opened is not None:
+                opened.close()
         super().close()
 
     def __repr__(self) -> str:

@@ -514,8 +514,17 @@ def test_history_graph_branches_at_a_rollback_and_marks_forks(
         assert "1 branch" in header and "1 fork" in header
         view.select(turn1.ckpt_id)
         assert view.graph.selected == turn1.ckpt_id
+        view.graph.open_session = child  # a click on the fork's "Open timeline"
+        fork_view = view.fork_view
+        assert fork_view is not None and fork_view.session_id == child
+        assert fork_view.checkpoints[0].source == "fork" and view.graph.open_session == ""
+        assert view.inspector_box.children == (fork_view,)
+        assert view.open_fork("ses_nope") is None
+        assert "is not a fork of this session" in view.error_html.value
+
     finally:
         view.close()
+    assert fork_view._closed  # closed with the timeline that opened it
     assert graph_data([])["ids"] == [] and row_order(graph_data([])) == []
 
 
