@@ -53,6 +53,21 @@ def _rows(timeline: Any) -> Any:
     return timeline.locator("tr.agc-ht-row")
 
 
+def _pixel(canvas: Any, box: dict[str, float], x: float, y: float) -> list[int]:
+    """The RGBA of the canvas at page point ``(x, y)``."""
+    return list(
+        canvas.evaluate(
+            """(el, [x, y]) => {
+              const dpr = window.devicePixelRatio || 1;
+              const data = el.getContext("2d").getImageData(
+                Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
+              return Array.from(data);
+            }""",
+            [x - box["x"], y - box["y"]],
+        )
+    )
+
+
 def _dot(canvas: Any, box: dict[str, float], x: float, row: int) -> tuple[float, float]:
     """Where the graph draws a checkpoint at ``x`` on row ``row`` (see history.js's layout)."""
     low, high = (float(v) for v in (canvas.get_attribute("data-view") or "0,1").split(","))
@@ -128,8 +143,15 @@ def test_timeline_graph_table_calls_rollback_fork(page: Any, jupyter_lab: Any) -
     child = timeline.locator(".agc-status-line").inner_text().split("into session ")[1].rstrip(".")
     expect(timeline.locator(".agc-head").first).to_contain_text("1 fork")
     jupyter_lab.screenshot(page, "timeline_rollback_fork_light")
+    box = canvas.bounding_box()
+    assert box is not None
+    lane = _dot(canvas, box, 2.5, 0)  # the first branch's line between turns 2 and 3
+    light = _pixel(canvas, box, *lane)
     jupyter_lab.set_theme(page, "JupyterLab Dark")
     jupyter_lab.screenshot(page, "timeline_rollback_fork_dark")
+    dark = _pixel(canvas, box, *lane)
+    # The canvas follows the theme: the lane is drawn in each theme's brand colour.
+    assert light != dark and light[3] > 0 and dark[3] > 0, (light, dark)
     jupyter_lab.set_theme(page, "JupyterLab Light")
 
     # Sort by tokens (a click on the head), then brush a range of turns on the graph.
