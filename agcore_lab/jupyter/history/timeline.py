@@ -230,8 +230,10 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
             else:
                 self.gone = False
                 self._last_agent = loaded.agent_name
-            if self.selected is not None and self.selected not in self.call_counts:
-                self._clear_selection()
+            if self.selected is not None and not any(
+                c.ckpt_id == self.selected for c in self.checkpoints
+            ):
+                self._clear_selection()  # pruned, or the session is gone
             self._quiet = True
             try:
                 self.graph.data = self.data
@@ -268,8 +270,9 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
 
     def shown_checkpoints(self) -> list[Any]:
         """The table's checkpoints in its order (sorted, and inside the brush if any)."""
-        oldest_first = self.checkpoints[::-1]
-        return [oldest_first[i] for i in self.graph.order]
+        by_id = {c.ckpt_id: c for c in self.checkpoints}
+        ids = self.data.get("ids", [])
+        return [by_id[ids[i]] for i in self.graph.order]
 
     def page_checkpoints(self) -> list[Any]:
         """The first ``page_size`` rows of the table (what the static snapshot lists)."""

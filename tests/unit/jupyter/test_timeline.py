@@ -282,9 +282,12 @@ def test_reloads_read_only_new_checkpoints_and_notice_a_prune(
         for i in range(70):  # more than the first window the reader reads again
             manager.submit_turn_sync(sid, f"many {i}")
         assert view.wait(10) and len(view.checkpoints) == 77 and view._reader.full_reads == 1
+        view.select(view.checkpoints[-1].ckpt_id)  # the start: pruned next
+        assert view.wait(10) and view.preview is not None
         manager.checkpointer.prune_sync(sid, keep_last=66)
         view.refresh()
         assert view.wait(10)
+        assert view.selected is None and view.preview is None and view.graph.selected is None
         assert _turns(view) == list(range(76, 10, -1)) and view._reader.full_reads == 2
         manager.checkpointer.prune_sync(sid, keep_last=2)
         view.refresh()
