@@ -40,9 +40,10 @@ SessionTreeBrowser(manager)"""
 KERNEL_STATE = """\
 timeline.wait(10)
 inspected = timeline.inspector.shown if timeline.inspector is not None else None
-print("state:", timeline.graph.sort_key, len(timeline.graph.brush),
-      inspected.turn_index, inspected.request_messages[-1].text,
-      sum(len(v) for v in timeline.forks.values()))"""
+if inspected is not None:  # (Run All reaches this cell before anything was clicked)
+    print("state:", timeline.graph.sort_key, len(timeline.graph.brush),
+          inspected.turn_index, inspected.request_messages[-1].text,
+          sum(len(v) for v in timeline.forks.values()))"""
 
 AXIS = 'print("axis:", timeline.graph.axis, timeline.graph.brush)'
 
