@@ -89,6 +89,15 @@ def main() -> None:
             p99 = ranked[int(len(ranked) * 0.99)] * 1000
             print(f"{name:<12} p99 {p99:.2f} ms, max {ranked[-1] * 1000:.1f} ms")
         print(f"views' catch-up after the last turn: {max(catch_up) * 1000:.0f} ms (worst)")
+        start = time.perf_counter()
+        timeline = CheckpointTimeline(manager, sid)  # waits for its first load
+        opened = time.perf_counter() - start
+        print(
+            f"timeline open on {len(timeline.checkpoints)} checkpoints: {opened * 1000:.0f} ms "
+            "(read + graph payload; the browser's first paint is measured by "
+            "tests/browser/test_timeline_browser.py)"
+        )
+        timeline.close()
         worst = max(overhead, mean_gap)
         verdict = "PASS" if worst < GOAL_MS else "MISS"
         print(f"{verdict}: overhead {worst:.3f} ms/turn (goal < {GOAL_MS} ms)")

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from agcore_lab.jupyter.dispatch.monitor import DispatchMonitor
     from agcore_lab.jupyter.graph.explorer import GraphExplorer
     from agcore_lab.jupyter.graph.export import graph_to_pyvis
+    from agcore_lab.jupyter.history import CheckpointTimeline
     from agcore_lab.jupyter.ingest_progress import IngestProgressBar
     from agcore_lab.jupyter.magics import AgcoreMagics
-    from agcore_lab.jupyter.timeline import CheckpointTimeline
     from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
 __all__ = [
@@ -52,7 +52,7 @@ _LAZY = {
     "AgcoreMagics": "magics",
     "ApprovalPanel": "approval.panel",
     "CallInspector": "calls",
-    "CheckpointTimeline": "timeline",
+    "CheckpointTimeline": "history",
     "ChunkInspector": "chunks.inspector",
     "DispatchMonitor": "dispatch.monitor",
     "GraphExplorer": "graph.explorer",

@@ -159,7 +159,7 @@ class ManagerCommands:
             raise CommandError("give the session once: SESSION or --session ID")
         manager = self.resolve_manager(args.manager)
         sid = self.resolve_session_id(manager, args.target or args.session)
-        from agcore_lab.jupyter.timeline import CheckpointTimeline
+        from agcore_lab.jupyter.history import CheckpointTimeline
 
         display(CheckpointTimeline(manager, sid))
 

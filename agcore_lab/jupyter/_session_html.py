@@ -13,11 +13,9 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from agcore_lab.jupyter._svg import format_cost, format_tokens
+from agcore_lab.jupyter.common.text import format_cost, format_tokens
 
 __all__ = [
-    "CHECKPOINT_HEADER",
-    "checkpoint_option",
     "clip",
     "render_checkpoint_preview",
     "render_checkpoint_table",
@@ -29,10 +27,6 @@ __all__ = [
 MAX_MESSAGE_CHARS = 300
 MAX_VALUE_CHARS = 200
 _COLUMNS = ("turn", "time (UTC)", "source", "label", "msgs", "tokens", "cost", "checkpoint")
-CHECKPOINT_HEADER = (
-    f"{'turn':>4}  {'time':<8}  {'source':<8}  {'label':<16}  {'msgs':>4}  "
-    f"{'tokens':>9}  {'cost':>10}"
-)
 
 
 def clip(text: str, limit: int) -> str:
@@ -50,18 +44,6 @@ def short_time(when: datetime) -> str:
 def full_time(when: datetime) -> str:
     """``YYYY-MM-DD HH:MM:SS`` in UTC."""
     return when.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def checkpoint_option(meta: Any, label: str | None = None) -> str:
-    """One checkpoint as a fixed-width row of text (for the selection list); ``label``
-    replaces the stored label (a rollback says where it went: ``↩ to turn 1``)."""
-    label = (meta.label or "" if label is None else label).replace("\n", " ")
-    label = label if len(label) <= 16 else label[:15] + "…"
-    return (
-        f"{meta.turn_index:>4}  {short_time(meta.created_at):<8}  {meta.source:<8}  "
-        f"{label:<16}  {meta.message_count:>4}  {format_tokens(meta.total_tokens):>9}  "
-        f"{format_cost(meta.cost_usd):>10}"
-    )
 
 
 def render_checkpoint_table(metas: Sequence[Any], *, selected: str | None = None) -> str:

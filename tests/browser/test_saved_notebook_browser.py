@@ -60,7 +60,7 @@ def test_saved_notebook_shows_the_last_state_without_a_kernel(page: Any, jupyter
     timeline = page.locator(".jp-OutputArea-output .agc-timeline")
     expect(timeline.locator(".agc-turn")).to_have_text("turn 4", timeout=60_000)
     # Change state by clicks: roll back to turn 1, approve the waiting call.
-    timeline.locator(".agc-ckpt-list select").select_option(index=3)
+    timeline.locator("tr.agc-ht-row").nth(3).click()
     timeline.locator("button.jupyter-button", has_text="Rollback").click()
     timeline.locator("button.jupyter-button", has_text="Confirm rollback").click()
     expect(timeline.locator(".agc-turn")).to_have_text("turn 1", timeout=30_000)
@@ -98,7 +98,7 @@ def test_saved_notebook_shows_the_last_state_without_a_kernel(page: Any, jupyter
     page.wait_for_selector(".jp-Notebook", timeout=60_000)
     timeline = page.locator(".jp-OutputArea-output .agc-timeline")
     expect(timeline.locator(".agc-turn")).to_have_text("turn 1", timeout=60_000)
-    expect(timeline.locator(".agc-ckpt-list select option")).to_have_count(6)
+    expect(timeline.locator("tr.agc-ht-row")).to_have_count(6)
     expect(page.locator(".agc-tree-browser tr.agc-tt-row")).to_have_count(2)
     expect(page.locator(".agc-diff-viewer .agc-head").first).to_contain_text("alt")
     expect(page.locator(".agc-approval-panel .agc-head")).to_contain_text("1 decided")

@@ -59,7 +59,10 @@ def test_views_follow_later_cells(page: Any, jupyter_lab: Any) -> None:
     expect(timeline.locator(".agc-head").first).not_to_contain_text("live")
     for label in ("Rollback", "Fork"):
         expect(timeline.locator("button.jupyter-button", has_text=label)).to_be_disabled()
-    expect(timeline.locator(".agc-ckpt-list select option")).to_have_count(0)
+    expect(timeline.locator("tr.agc-ht-row")).to_have_count(0)
+    expect(timeline.locator(".agc-ht-summary")).to_have_text(
+        "session destroyed: no history to show"
+    )
     jupyter_lab.screenshot(page, "stale_light")
     jupyter_lab.set_theme(page, "JupyterLab Dark")
     jupyter_lab.screenshot(page, "stale_dark")

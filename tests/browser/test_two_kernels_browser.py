@@ -52,7 +52,7 @@ def test_a_turn_from_another_kernel_appears_without_refresh(page: Any, jupyter_l
     other.submit_turn_sync(sid, "from the second kernel")
 
     expect(timeline.locator(".agc-turn")).to_have_text("turn 2", timeout=15_000)
-    expect(timeline.locator(".agc-ckpt-list select option")).to_have_count(3)
+    expect(timeline.locator("tr.agc-ht-row")).to_have_count(3)
     expect(tree_row.locator("td[data-key=turns]")).to_have_text("2", timeout=15_000)
     page.screenshot(path=str(jupyter_lab.tmp_dir / "two_kernels.png"))
     assert jupyter_lab.dialogs == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from agcore_lab.jupyter._confirm import ConfirmBar, button
 from agcore_lab.jupyter._session_html import clip, full_time, render_memory
-from agcore_lab.jupyter._svg import format_cost, format_tokens
+from agcore_lab.jupyter.common.text import format_cost, format_tokens
 
 __all__ = [
     "ConfirmBar",

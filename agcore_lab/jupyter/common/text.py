@@ -11,7 +11,16 @@ from typing import Any
 
 from agcore_lab.errors import AgcoreError
 
-__all__ = ["MAX_HEIGHT", "ago", "badge", "cap_height", "error_line", "plural"]
+__all__ = [
+    "format_cost",
+    "format_tokens",
+    "MAX_HEIGHT",
+    "ago",
+    "badge",
+    "cap_height",
+    "error_line",
+    "plural",
+]
 
 MAX_HEIGHT = 600
 """Pixels: no view grows taller; its content scrolls (or pages) inside."""
@@ -83,3 +92,24 @@ def cap_height(widget: Any, height: int = MAX_HEIGHT) -> None:
     widget.layout.max_height = f"{height}px"
     widget.layout.overflow_y = "auto"
     widget.layout.overflow_x = "hidden"
+
+
+def format_tokens(tokens: int) -> str:
+    """``12,345`` style."""
+    return f"{tokens:,}"
+
+
+def format_cost(cost: float | None) -> str:
+    """Dollars with three significant digits: ``$0.000123``, ``$0.0421``, ``$1.23``
+    (``<$0.0001`` below that); ``—`` when nothing was priced (no price is known for the
+    model, or nothing ran yet).
+
+    Example:
+        >>> format_cost(0.000123456), format_cost(0.04213), format_cost(12.345), format_cost(0)
+        ('$0.000123', '$0.0421', '$12.35', '—')
+    """
+    if cost is None or cost <= 0:
+        return "—"
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    return f"${cost:.3g}" if cost >= 0.0001 else "<$0.0001"

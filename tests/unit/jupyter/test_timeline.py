@@ -1,8 +1,9 @@
-"""CheckpointTimeline built in plain Python: list, plot, preview, rollback, fork, events."""
+"""CheckpointTimeline built in plain Python: history, table, preview, rollback, fork, events."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 import time
@@ -11,15 +12,22 @@ from collections.abc import Iterator
 import pytest
 
 from agcore_lab import Agent, RuntimeBundle, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.errors import InvalidInputError
 from agcore_lab.jupyter import CheckpointTimeline, SessionTreeBrowser
 from agcore_lab.jupyter._confirm import ConfirmBar
-from agcore_lab.jupyter._refresh import Reloader
 from agcore_lab.jupyter._session_html import render_checkpoint_table, render_memory, render_messages
-from agcore_lab.jupyter._svg import MAX_POINTS, PlotPoint, cumulative_plot
+from agcore_lab.jupyter.common.refresh import Reloader
+from agcore_lab.jupyter.history.lanes import MAX_LANES, graph_data, lanes_of
+from agcore_lab.jupyter.history.rows import row_order
 from agcore_lab.llm.messages import AssistantMessage, ToolCall, UserMessage
 from agcore_lab.llm.usage import ModelPrice, PriceTable
 
 XSS = "<img src=x onerror=alert(1)>"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
 
 
 @pytest.fixture
@@ -33,6 +41,7 @@ def manager() -> SessionManager:
 def sid(manager: SessionManager) -> str:
     session_id = manager.create_sync(manager.agents["writer"])
     for text in ("one", XSS, "three"):
+        time.sleep(0.01)  # distinct times on the time axis (a turn takes well under 1 ms)
         manager.submit_turn_sync(session_id, text)
     return session_id
 
@@ -52,26 +61,41 @@ def _turns(view: CheckpointTimeline) -> list[int]:
     return [c.turn_index for c in view.checkpoints]
 
 
-def test_lists_checkpoints_newest_first_with_a_plot(timeline: CheckpointTimeline, sid: str) -> None:
+def _table(view: CheckpointTimeline) -> list[tuple[int, str, str]]:
+    """The table's rows as the front-end draws them: (turn, source, label)."""
+    data = view.graph.data
+    return [
+        (data["turn"][i], ("auto", "manual", "rollback", "fork")[data["src"][i]], data["label"][i])
+        for i in view.graph.order
+    ]
+
+
+def test_lists_checkpoints_newest_first_in_graph_and_table(
+    timeline: CheckpointTimeline, sid: str
+) -> None:
     assert _turns(timeline) == [3, 2, 1, 0]
-    options = timeline.ckpt_select.options
-    assert [value for _, value in options] == [c.ckpt_id for c in timeline.checkpoints]
-    first = options[0][0].split()
-    assert first[0] == "3" and first[2] == "auto" and first[-1].startswith("$0.0")
-    assert options[-1][0].split()[3] == "start"
+    data = timeline.graph.data
+    assert data["ids"] == [c.ckpt_id for c in reversed(timeline.checkpoints)]  # oldest first
+    assert timeline.graph.order == [3, 2, 1, 0]  # the table: newest first
+    assert [c.ckpt_id for c in timeline.shown_checkpoints()] == [
+        c.ckpt_id for c in timeline.checkpoints
+    ]
+    assert _table(timeline)[0][:2] == (3, "auto") and _table(timeline)[-1] == (0, "auto", "start")
+    assert data["cost"][-1] > 0 and data["tokens"] == sorted(data["tokens"])
+    assert data["slot"] == ["main"] * 4 and data["msgs"] == [0, 2, 4, 6]
+    assert data["calls"] == [0, 1, 1, 1]  # one model call led to each turn's checkpoint
+    assert [lane["label"] for lane in data["lanes"]] == ["history"]
     header = _text(timeline.header_html.value)
     assert f"Checkpoints of {sid}" in header and "turn 3" in header and "live" in header
-    assert "4 checkpoints" in header
-    svg = timeline.plot_html.value
-    assert svg.startswith("<svg") and svg.count("<circle") == 4
-    assert svg.count("<polyline") == 2
+    assert "4 checkpoints" in header and "branch" not in header
     assert timeline.rollback_button.disabled and timeline.fork_button.disabled
+    assert timeline.graph.version >= 1 and not timeline.graph.disabled
 
 
 def test_preview_shows_state_escaped(timeline: CheckpointTimeline, manager: SessionManager) -> None:
     manager.get_sync(timeline.session_id).session_memory.set("mood", XSS)
     two = timeline.checkpoints[1]
-    timeline.ckpt_select.value = two.ckpt_id  # what a click in the list does
+    timeline.graph.selected = two.ckpt_id  # what a click on a dot or a row does
     assert timeline.wait(10)
     assert timeline.selected == two.ckpt_id and timeline.preview.meta.turn_index == 2
     preview = timeline.preview_html.value
@@ -79,7 +103,7 @@ def test_preview_shows_state_escaped(timeline: CheckpointTimeline, manager: Sess
     assert "<img" not in preview and "<img" not in timeline._repr_html_()
     assert "main (4)" in _text(preview)
     assert "memory is empty" in preview  # memory as of that checkpoint, not as of now
-    assert "agc-pt-selected" in timeline.plot_html.value
+    assert timeline.graph.selected == two.ckpt_id
     assert not timeline.rollback_button.disabled
 
 
@@ -141,8 +165,8 @@ def test_updates_as_turns_arrive_and_close_stops(
     manager.checkpoint_sync(sid, label)
     assert timeline.wait(10)
     assert timeline.checkpoints[0].source == "manual"
-    assert timeline.ckpt_select.options[0][0].split()[3].startswith("<script>")  # text only
-    assert "<script>" not in timeline._repr_html_() and "<script>" not in timeline.plot_html.value
+    assert _table(timeline)[0] == (4, "manual", label)  # text: history.js uses textContent
+    assert "<script>" not in timeline._repr_html_()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in timeline._repr_html_()
     timeline.close()
     manager.submit_turn_sync(sid, "five")
@@ -150,15 +174,125 @@ def test_updates_as_turns_arrive_and_close_stops(
     assert _turns(timeline)[0] == 4
 
 
-def test_paging(manager: SessionManager, sid: str) -> None:
-    view = CheckpointTimeline(manager, sid, page_size=3)
+def test_sort_brush_and_axis(timeline: CheckpointTimeline, manager: SessionManager) -> None:
+    timeline.sort("tokens")
+    assert [t for t, _, _ in _table(timeline)] == [0, 1, 2, 3]
+    timeline.graph.descending = True  # what a second click on the head does
+    assert [t for t, _, _ in _table(timeline)] == [3, 2, 1, 0]
+    timeline.graph.sort_key = "label"  # a click from the browser
+    assert _table(timeline)[0][2] == "start"  # descending: "start" before the empty labels
+    timeline.sort()
+    timeline.brush_range(0.5, 2.2)
+    assert [c.turn_index for c in timeline.shown_checkpoints()] == [2, 1]
+    assert timeline.graph.brush == [0.5, 2.2]
+    timeline.reset_zoom()
+    assert len(timeline.shown_checkpoints()) == 4
+    timeline.set_axis("time")
+    assert timeline.graph.axis == "time" and timeline.graph.brush == []
+    spread = timeline.graph.data["t"]
+    timeline.graph.brush = [spread[1], spread[2]]  # a brush dragged on a time axis
+    assert [c.turn_index for c in timeline.shown_checkpoints()] == [2, 1]
+    with pytest.raises(InvalidInputError, match="no column 'nope'"):
+        timeline.sort("nope")
+    with pytest.raises(InvalidInputError, match="axis must be"):
+        timeline.set_axis("tokens")
+    assert timeline.graph.axis == "time" and timeline.graph.sort_key == ""
+
+
+def test_a_turns_model_calls_open_in_the_call_inspector(manager: SessionManager) -> None:
+    model = ScriptedModel([ToolCall(name="add", arguments={"a": 2, "b": 3}), "5", "ok"])
+    manager.register_agent(Agent(name="calc", model=model, tools=[add]))
+    sid = manager.create_sync(manager.agents["calc"])
+    manager.submit_turn_sync(sid, "2 + 3?")  # two model calls: the tool step and the answer
+    manager.submit_turn_sync(sid, "thanks")
+    view = CheckpointTimeline(manager, sid)
     try:
-        assert view.pages == 2 and len(view.ckpt_select.options) == 3
-        view.next_button.click()
-        assert [v for _, v in view.ckpt_select.options] == [view.checkpoints[3].ckpt_id]
-        view.prev_button.click()
-        view.select(view.checkpoints[-1].ckpt_id)
-        assert view.page == 1 and view.ckpt_select.value == view.checkpoints[-1].ckpt_id
+        assert view.graph.data["calls"] == [0, 2, 1]
+        first = view.checkpoints[1]
+        view.select(first.ckpt_id)
+        assert view.wait(10)
+        expected = [c.call_id for c in manager.model_calls_sync(sid, turn_index=1)]
+        assert [c.call_id for c in view.selected_calls] == expected
+        assert [row["id"] for row in view.graph.calls] == expected
+        assert view.graph.calls[0]["status"] == "ok" and view.graph.calls[0]["kind"] == "turn"
+        view.graph.inspect = expected[1]  # a click on the second call's Inspect
+        inspector = view.inspector
+        assert inspector is not None and inspector.selected == expected[1]
+        assert inspector.shown is not None and inspector.shown.response.content == "5"
+        assert view.inspector_box.children == (inspector,) and view.graph.inspect == ""
+        again = view.open_call(expected[0])
+        assert again is not None and again is view.inspector and again.selected == expected[0]
+        assert inspector._closed  # the first one stopped following the manager
+        assert view.open_call("call_nope") is None
+        assert "no call &#x27;call_nope&#x27;" in view.error_html.value
+        view.select(view.checkpoints[-1].ckpt_id)  # the start: no calls
+        assert view.wait(10) and view.selected_calls == [] and view.graph.calls == []
+    finally:
+        view.close()
+    assert view.inspector is not None and view.inspector._closed
+
+
+def test_on_open_call_gets_the_call_instead(manager: SessionManager, sid: str) -> None:
+    seen: list[str] = []
+    view = CheckpointTimeline(manager, sid, on_open_call=lambda call: seen.append(call.call_id))
+    try:
+        view.select(view.checkpoints[0].ckpt_id)
+        assert view.wait(10) and len(view.selected_calls) == 1
+        assert view.open_call(view.selected_calls[0].call_id) is None
+        assert seen == [view.selected_calls[0].call_id] and view.inspector is None
+    finally:
+        view.close()
+
+
+class _PlainStore(SqliteStore):
+    """A store without ``read_dataframe`` (a third-party backend): no SQL shortcuts."""
+
+    read_dataframe = None  # type: ignore[assignment]
+
+
+def test_counts_and_checkpoints_without_read_dataframe() -> None:
+    manager = SessionManager(
+        _PlainStore(":memory:"), agents=[Agent(name="w", model=ScriptedModel())]
+    )
+    sid = manager.create_sync(manager.agents["w"])
+    for text in ("a", "b"):
+        manager.submit_turn_sync(sid, text)
+    view = CheckpointTimeline(manager, sid)
+    try:
+        assert view.graph.data["calls"] == [0, 1, 1]
+        reads = view._counts.reads
+        manager.submit_turn_sync(sid, "c")
+        assert view.wait(10) and view.graph.data["calls"] == [0, 1, 1, 1]
+        assert view._counts.reads == reads + 1  # only the newest calls were read
+        assert view._reader.full_reads >= 2  # no count to check against: read in full
+    finally:
+        view.close()
+
+
+def test_reloads_read_only_new_checkpoints_and_notice_a_prune(
+    manager: SessionManager, sid: str
+) -> None:
+    view = CheckpointTimeline(manager, sid)
+    try:
+        assert view._reader.full_reads == 1
+        for i in range(3):
+            manager.submit_turn_sync(sid, f"more {i}")
+        assert view.wait(10) and _turns(view) == [6, 5, 4, 3, 2, 1, 0]
+        assert view._reader.full_reads == 1
+        for i in range(70):  # more than the first window the reader reads again
+            manager.submit_turn_sync(sid, f"many {i}")
+        assert view.wait(10) and len(view.checkpoints) == 77 and view._reader.full_reads == 1
+        view.select(view.checkpoints[-1].ckpt_id)  # the start: pruned next
+        assert view.wait(10) and view.preview is not None
+        manager.checkpointer.prune_sync(sid, keep_last=66)
+        view.refresh()
+        assert view.wait(10)
+        assert view.selected is None and view.preview is None and view.graph.selected is None
+        assert _turns(view) == list(range(76, 10, -1)) and view._reader.full_reads == 2
+        manager.checkpointer.prune_sync(sid, keep_last=2)
+        view.refresh()
+        assert view.wait(10) and _turns(view) == [76, 75]
+        assert view.graph.data["calls"] == [1, 1]
     finally:
         view.close()
 
@@ -186,19 +320,6 @@ def test_stored_session_header(manager: SessionManager, sid: str) -> None:
         assert repr(view).startswith(f"CheckpointTimeline('{sid}', 4 checkpoints, turn=3")
     finally:
         view.close()
-
-
-def test_plot_empty_single_and_thinned() -> None:
-    assert "no checkpoints yet" in cumulative_plot([])
-    one = cumulative_plot([PlotPoint(key="k", turn=0, tokens=0, cost=0.0, tooltip="<b>")])
-    assert one.count("<circle") == 1 and "<polyline" not in one and "&lt;b&gt;" in one
-    many = [
-        PlotPoint(key=f"k{i}", turn=i, tokens=i * 10, cost=i / 1000, tooltip=f"t{i}")
-        for i in range(1000)
-    ]
-    svg = cumulative_plot(many, selected="k555")
-    assert MAX_POINTS <= svg.count("<circle") <= MAX_POINTS + 2
-    assert 'data-key="k555"' in svg and 'data-key="k999"' in svg and 'data-key="k0"' in svg
 
 
 def test_confirm_bar_runs_once() -> None:
@@ -313,7 +434,7 @@ def test_stale_a_destroyed_sessions_timeline_says_so_and_disables_actions(
         assert view.rollback_button.disabled and view.fork_button.disabled
         assert not view.confirm_bar.visible  # the question was withdrawn, not run
         assert "withdrawn" in view.status_html.value
-        assert view.checkpoints == [] and view.ckpt_select.options == ()
+        assert view.checkpoints == [] and view.graph.order == [] and view.graph.disabled
         view.ask_fork()
         assert "was destroyed" in view.error_html.value and not view.confirm_bar.visible
     finally:
@@ -354,8 +475,6 @@ def test_long_text_tool_calls_and_big_memory_are_cut_for_display() -> None:
 def test_history_graph_branches_at_a_rollback_and_marks_forks(
     manager: SessionManager, sid: str
 ) -> None:
-    from agcore_lab.jupyter._history_svg import history_svg, lanes_of
-
     checkpointer = manager.checkpointer
     before = checkpointer.list_checkpoints_sync(sid)  # turns 3, 2, 1, 0
     turn1 = next(c for c in before if c.turn_index == 1)
@@ -372,22 +491,36 @@ def test_history_graph_branches_at_a_rollback_and_marks_forks(
         assert lanes[1].origin.ckpt_id == turn1.ckpt_id
         assert lanes[1].label == "↩ rollback to turn 1"
         assert view.forks == {turn2.ckpt_id: [child]}
-        svg = view.history_html.value
-        assert svg.count("<polyline") == 2 and 'data-lane="1"' in svg
-        assert f'data-children="{child}"' in svg and f"forked into {child}" in svg
-        assert "↩ rollback to turn 1" in svg and ">turn</text>" in svg
-        assert svg.count("<circle") + svg.count("<path") == len(view.checkpoints)
+        data = view.graph.data
+        assert data["lane"] == [0, 0, 0, 0, 1, 1]
+        assert data["lanes"][1] == {
+            "label": "↩ rollback to turn 1",
+            "origin": data["ids"].index(turn1.ckpt_id),
+            "row": 1,
+        }
+        assert data["forks"] == {str(data["ids"].index(turn2.ckpt_id)): [child]}
+        assert data["src"][4] == 2 and data["label"][4] == "↩ to turn 1"
+        header = _text(view.header_html.value)
+        assert "1 branch" in header and "1 fork" in header
         view.select(turn1.ckpt_id)
-        assert "agc-pt-selected" in view.history_html.value
+        assert view.graph.selected == turn1.ckpt_id
+        view.graph.open_session = child  # a click on the fork's "Open timeline"
+        fork_view = view.fork_view
+        assert fork_view is not None and fork_view.session_id == child
+        assert fork_view.checkpoints[0].source == "fork" and view.graph.open_session == ""
+        assert view.inspector_box.children == (fork_view,)
+        assert view.open_fork("ses_nope") is None
+        assert "is not a fork of this session" in view.error_html.value
+
     finally:
         view.close()
-    assert history_svg([]) == '<div class="agc-status">no checkpoints yet</div>'
+    assert fork_view._closed  # closed with the timeline that opened it
+    assert graph_data([])["ids"] == [] and row_order(graph_data([])) == []
 
 
-def test_history_graph_of_ten_thousand_checkpoints_stays_light() -> None:
-    from datetime import UTC, datetime
+def test_history_of_ten_thousand_checkpoints_stays_light() -> None:
+    from datetime import UTC, datetime, timedelta
 
-    from agcore_lab.jupyter._history_svg import MAX_DOTS, history_svg
     from agcore_lab.store.base import CkptMeta
 
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
@@ -402,19 +535,34 @@ def test_history_graph_of_ten_thousand_checkpoints_stays_light() -> None:
                 session_id="s",
                 parent_ckpt_id=parent,
                 turn_index=i if i < 6_000 else 2_000 + i - 6_000,
-                created_at=stamp,
+                created_at=stamp + timedelta(seconds=i),
                 source="rollback" if i == 6_000 else "auto",
                 message_count=2 * i,
                 agent_name="a",
                 current_slot_id="main",
             )
         )
+    for extra in range(20):  # more branches than rows: they share the last row
+        metas.append(
+            CkptMeta(
+                ckpt_id=f"d{extra:05d}",
+                session_id="s",
+                parent_ckpt_id=f"c{extra * 100:05d}",
+                turn_index=extra * 100,
+                created_at=stamp + timedelta(seconds=20_000 + extra),
+                source="rollback",
+                agent_name="a",
+            )
+        )
     start = time.perf_counter()
-    svg = history_svg(metas)
+    data = graph_data(metas)
+    order = row_order(data, sort_key="turn", descending=True, brush=(100, 200))
     took = time.perf_counter() - start
-    assert svg.count("<polyline") == 2
-    assert svg.count("<circle") <= MAX_DOTS
-    assert len(svg) < 400_000 and took < 1.0
+    assert len(data["ids"]) == 10_020 and len(data["lanes"]) == 22
+    assert max(lane["row"] for lane in data["lanes"]) == MAX_LANES - 1
+    assert data["t"][1] == 1.0 and data["t0"] == stamp.timestamp()
+    assert [data["turn"][i] for i in order][:2] == [200, 200]  # both lanes at turn 200
+    assert len(json.dumps(data)) < 1_200_000 and took < 2.0
 
 
 def test_rollback_rows_say_where_they_went(manager: SessionManager, sid: str) -> None:
@@ -423,7 +571,19 @@ def test_rollback_rows_say_where_they_went(manager: SessionManager, sid: str) ->
         view.select(view.checkpoints[2].ckpt_id)  # turn 1
         view.ask_rollback()
         assert view.confirm().wait(10) and view.wait(10)
-        newest = view.ckpt_select.options[0][0]
-        assert "rollback" in newest and "↩ to turn 1" in newest
+        assert _table(view)[0] == (1, "rollback", "↩ to turn 1")
+    finally:
+        view.close()
+
+
+def test_static_snapshot_lists_the_first_rows_and_says_how_many_more(
+    manager: SessionManager, sid: str
+) -> None:
+    view = CheckpointTimeline(manager, sid, page_size=2)
+    try:
+        snapshot = view._repr_html_()
+        assert snapshot.count("<tr data-ckpt=") == 2 and "… and 2 more checkpoints" in snapshot
+        assert "Checkpoints</b> of" in snapshot and "<canvas" not in snapshot
+        assert [c.turn_index for c in view.page_checkpoints()] == [3, 2]
     finally:
         view.close()
