@@ -1,6 +1,7 @@
 """The ``agcore-lab`` command (also ``python -m agcore_lab``).
 
-Subcommands: ``demo`` (the offline demo) and ``info DB`` (what a store file holds). Any
+Subcommands: ``demo`` (the offline demo), ``info DB`` (what a store file holds; ``--store
+URL`` for any store), ``migrate SRC DST`` (copy a lab between stores) and ``serve``. Any
 :class:`~agcore_lab.errors.AgcoreError` prints one line, ``agcore-lab: error: ...``, and exits
 with status 1 — no traceback.
 """
@@ -49,14 +50,6 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_info(args: argparse.Namespace) -> int:
-    from agcore_lab.store.info import store_info
-
-    for line in store_info(args.db).lines():
-        print(line)
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = argparse.ArgumentParser(
@@ -84,14 +77,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "info",
         help="show what a store file holds",
         description="Sessions, checkpoints, pending calls, vectors, graphs, schema version "
-        "and file size of a SQLite store; reads the file without changing it.",
+        "and size of a store (a SQLite file DB, or --store URL for any store); reads it "
+        "without changing it.",
     )
-    info.add_argument("db", metavar="DB", help="the SQLite file")
+    info.add_argument("db", metavar="DB", nargs="?", default=None, help="the SQLite file")
+    from agcore_lab.cli_store import add_migrate_command, add_store_option, run_info, run_migrate
+
+    add_store_option(info)
+    add_migrate_command(commands)
     from agcore_lab.serve.command import add_serve_command, run_serve
 
     add_serve_command(commands)
     args = parser.parse_args(argv)
-    handlers = {"demo": _run_demo, "info": _run_info, "serve": run_serve}
+    handlers = {"demo": _run_demo, "info": run_info, "serve": run_serve, "migrate": run_migrate}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)
