@@ -46,7 +46,7 @@ def _existing_dir(path: str) -> str:
 def _run_demo(args: argparse.Namespace) -> int:
     from agcore_lab.demo import run_demo
 
-    run_demo(args.db, fresh=args.fresh)
+    run_demo(args.db, fresh=args.fresh, store_url=args.store)
     return 0
 
 
@@ -72,6 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument(
         "--fresh", action="store_true", help="delete the file first instead of appending to it"
+    )
+    demo.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="run on this store instead of --db (postgresql://..., sqlite:///PATH); never "
+        "$AGCORE_STORE_URL, so the demo stays out of a shared lab unless asked",
     )
     info = commands.add_parser(
         "info",
