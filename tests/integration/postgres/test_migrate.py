@@ -5,6 +5,7 @@ shown on long copies, and bad input is one line that changes nothing."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
@@ -242,3 +243,23 @@ def test_the_command_runs_as_a_process(postgres_url: str, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "verified" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_database_from_an_old_release_moves_to_postgres(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "release.db"
+    shutil.copy(Path(__file__).resolve().parents[2] / "data" / "release_1fa7d84.db", old)
+    target = _pg(postgres_url)
+    code, out, err = _migrate(str(old), target, capsys=capsys)
+    assert code == 0, err
+    source, pg = SqliteStore(old), open_store(target)
+    assert _counts(pg) == _counts(source)  # the old file was brought up to date, then copied
+    assert [s.session_id for s in pg.list_sessions()] == [
+        s.session_id for s in source.list_sessions()
+    ]
+    assert [c.interrupt_id for c in pg.list_pending(include_resolved=True)] == [
+        c.interrupt_id for c in source.list_pending(include_resolved=True)
+    ]
+    source.close()
+    pg.close()
