@@ -11,10 +11,10 @@ import argparse
 import os
 import sys
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from agcore_lab.errors import ConfigurationError
-from agcore_lab.store.open import STORE_URL_ENV
+from agcore_lab.store.open import STORE_URL_ENV, split_postgres_url
 
 __all__ = ["add_migrate_command", "add_store_option", "run_info", "run_migrate", "store_url"]
 
@@ -86,13 +86,10 @@ def run_info(args: argparse.Namespace) -> int:
     if target is None:
         raise ConfigurationError(f"give DB or --store URL (or set {STORE_URL_ENV})")
     scheme = urlsplit(target).scheme.lower() if "://" in target else ""
-    if scheme in ("postgresql", "postgres"):
+    if (server := split_postgres_url(target)) is not None:
         from agcore_lab.store.pg_info import postgres_info
 
-        parts = urlsplit(target)
-        schema = dict(parse_qsl(parts.query)).get("schema", "agcore")
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "schema"])
-        info = postgres_info(urlunsplit(parts._replace(query=query)), schema)
+        info = postgres_info(*server)
     elif scheme == "sqlite":
         rest = target.split("://", 1)[1]
         if not rest.startswith("/") or len(rest) < 2:

@@ -13,7 +13,25 @@ from agcore_lab.ids import utcnow
 from agcore_lab.store.info import StoreInfo
 from agcore_lab.store.postgres import redact_url
 
-__all__ = ["postgres_info"]
+__all__ = ["postgres_info", "schema_exists"]
+
+
+def schema_exists(url: str, schema: str) -> bool:
+    """Whether the server at ``url`` has the schema (a store was opened there once).
+
+    Raises:
+        StorageError: The server cannot be reached.
+    """
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=10, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
+            ).fetchone()
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot reach PostgreSQL: {exc}", path=redact_url(url)) from exc
+    return row is not None
 
 
 def postgres_info(url: str, schema: str = "agcore") -> StoreInfo:

@@ -177,9 +177,19 @@ def _open(target: SqliteStore | str | os.PathLike[str], role: str) -> tuple[Sqli
 
 
 def _check_source_exists(url: str) -> None:
+    from agcore_lab.store.open import split_postgres_url
+    from agcore_lab.store.postgres import redact_url
+
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme in ("postgresql", "postgres"):
-        return  # an empty schema is created by opening: refused below as an empty source
+    if (server := split_postgres_url(url)) is not None:
+        from agcore_lab.store.pg_info import schema_exists
+
+        if not schema_exists(*server):  # opening it would create an empty one
+            raise InvalidInputError(
+                f"no source store in schema {server[1]!r} at {redact_url(server[0])}; check "
+                "the URL (?schema=NAME)"
+            )
+        return
     if url in (":memory:", "sqlite://", "sqlite:///:memory:"):
         raise InvalidInputError("the source is a new in-memory database: there is nothing to copy")
     path = url.split("://", 1)[1][1:] if scheme == "sqlite" else url

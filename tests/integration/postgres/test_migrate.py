@@ -31,6 +31,8 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.scripted import Reply
 from agcore_lab.rag import open_vector_store
 from agcore_lab.store.base import Store
+from agcore_lab.store.open import split_postgres_url
+from agcore_lab.store.pg_info import schema_exists
 from agcore_lab.testing.vector_conformance import EMBED, docs, embed
 
 pytestmark = pytest.mark.timeout(300)
@@ -263,3 +265,16 @@ def test_a_database_from_an_old_release_moves_to_postgres(
     ]
     source.close()
     pg.close()
+
+
+def test_a_postgres_source_that_does_not_exist_is_not_created(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _pg(postgres_url)
+    code, _, err = _migrate(source, str(tmp_path / "copy.db"), capsys=capsys)
+    assert code == 1 and "no source store in schema 'm_" in err
+    assert not (tmp_path / "copy.db").exists()
+    schema = source.rsplit("schema=", 1)[1]
+
+    assert split_postgres_url(source) == (postgres_url, schema)
+    assert not schema_exists(postgres_url, schema)
