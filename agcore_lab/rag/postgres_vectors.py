@@ -92,6 +92,8 @@ class PostgresVectorStore(InMemoryVectorStore):
         """Read the namespace from the server again (to see other processes' writes)."""
         with self._lock:
             with self.store.transaction(write=False) as conn:
+                # One snapshot for the documents and their vectors, whoever writes meanwhile.
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 dim = pg_namespace_dim(conn, self.namespace)
                 loaded = (
                     read_pg_vectors(conn, self.namespace, dim, spare=self._capacity)

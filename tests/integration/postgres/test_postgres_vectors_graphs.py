@@ -9,7 +9,7 @@ import uuid
 import numpy as np
 import pytest
 
-from agcore_lab import InvalidInputError, open_store
+from agcore_lab import InvalidInputError, StorageError, open_store
 from agcore_lab.kg import GraphEntity, GraphRelation, KnowledgeGraph, PostgresGraph, open_graph
 from agcore_lab.rag import PostgresVectorStore, SqliteVectorStore, VectorStore, open_vector_store
 from agcore_lab.store.postgres import PostgresStore
@@ -117,4 +117,19 @@ def test_a_failed_write_changes_neither_the_server_nor_memory(postgres_url: str)
     assert vectors.ids() == ["a"] and vectors.file_rows() == 2
     vectors.reload()
     assert vectors.ids() == ["a", "b"]
+    store.close()
+
+
+def test_a_damaged_vector_row_is_a_clear_error(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url, schema=_schema())
+    vectors = PostgresVectorStore(store, "docs")
+    batch = docs(*[f"d{i}" for i in range(700)])  # 1.08 MB of COPY data: read in two parts
+    vectors.add(batch, np.random.default_rng(5).standard_normal((700, 384)))
+    assert np.array_equal(PostgresVectorStore(store, "docs").vectors(), vectors.vectors())
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE vector_docs SET embedding = ? WHERE doc_id = ?", (b"\x00" * 12, "d350")
+        )
+    with pytest.raises(StorageError, match="not 700 x 384 float32"):
+        PostgresVectorStore(store, "docs")
     store.close()
