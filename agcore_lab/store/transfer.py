@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
 from agcore_lab.store._graph import read_graph, upsert_entities, upsert_relations
@@ -192,7 +193,15 @@ def _check_source_exists(url: str) -> None:
         return
     if url in (":memory:", "sqlite://", "sqlite:///:memory:"):
         raise InvalidInputError("the source is a new in-memory database: there is nothing to copy")
-    path = url.split("://", 1)[1][1:] if scheme == "sqlite" else url
+    if scheme == "sqlite":
+        rest = url.split("://", 1)[1]
+        if not rest.startswith("/"):
+            return  # a malformed URL: open_store says what is wrong with it
+        path = unquote(rest[1:].split("?", 1)[0])
+    elif scheme:
+        return  # a scheme no backend serves: open_store says so
+    else:
+        path = url
     if not Path(path).is_file():
         raise InvalidInputError(f"no source database at {path!r}; check the path or URL")
 

@@ -141,3 +141,18 @@ def test_migrate_copies_a_sqlite_lab_to_another_file(
     assert "vectors 'demo-notes': 9 documents" in out
     assert main(["info", str(tmp_path / "copy.db")]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == held
+
+
+def test_migrate_names_what_is_wrong_with_a_source_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for source, says in (
+        ("mysql://db/lab", "no store backend for 'mysql://'"),
+        ("sqlite://lab.db", "three slashes"),
+        (f"sqlite:///{tmp_path / 'none.db'}", "no source database"),
+        (":memory:", "nothing to copy"),
+    ):
+        assert main(["migrate", source, str(tmp_path / "out.db")]) == 1
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, (source, err)
+    assert not (tmp_path / "out.db").exists()
