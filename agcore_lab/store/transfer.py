@@ -304,11 +304,8 @@ def _copy(
             upsert_entities(write, namespace, entities)
             upsert_relations(write, namespace, relations)
             report.graphs[namespace] = (len(entities), len(relations))
-            tell(
-                f"graph {namespace!r}",
-                len(entities) + len(relations),
-                len(entities) + len(relations),
-            )
+            if (size := len(entities) + len(relations)) > batch:
+                tell(f"graph {namespace!r}", size, size)
         _verify(read, write, report)
     return report
 

@@ -205,6 +205,7 @@ def test_a_non_empty_destination_is_refused_unless_forced(
     assert _counts(pg) == before  # replaced, not added to
     assert "agcore-lab: copying messages: 2/" in err  # progress on a long copy
     assert "agcore-lab: copying vectors 'notes': 7/7" in err
+    assert "agcore-lab: copying graph 'kg': 3/3" in err
     pg.close()
 
 
