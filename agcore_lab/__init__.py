@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         KnowledgeGraph,
         KnowledgeStore,
         MemoryRetriever,
+        PostgresGraph,
         RelationDirection,
         RetrievalItem,
         RetrievalResult,
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
         SqliteGraph,
         TagConstraints,
         from_triples,
+        open_graph,
         search_memory_tool,
     )
     from agcore_lab.llm.openai import OpenAIChatModel
@@ -123,10 +125,12 @@ if TYPE_CHECKING:
         InMemoryVectorStore,
         MockEmbedding,
         OpenAIEmbedding,
+        PostgresVectorStore,
         RagPipeline,
         RecursiveCharacterSplitter,
         SentenceTransformerEmbedding,
         SqliteVectorStore,
+        open_vector_store,
     )
 
 # Loaded on first use: numpy (and, when used, scikit-learn or httpx) stay out of the import.
@@ -137,10 +141,12 @@ _LAZY_RAG = frozenset(
         "InMemoryVectorStore",
         "MockEmbedding",
         "OpenAIEmbedding",
+        "PostgresVectorStore",
         "RagPipeline",
         "RecursiveCharacterSplitter",
         "SentenceTransformerEmbedding",
         "SqliteVectorStore",
+        "open_vector_store",
     }
 )
 
@@ -155,6 +161,7 @@ _LAZY_KG = frozenset(
         "KnowledgeGraph",
         "KnowledgeStore",
         "MemoryRetriever",
+        "PostgresGraph",
         "RelationDirection",
         "RetrievalItem",
         "RetrievalResult",
@@ -164,6 +171,7 @@ _LAZY_KG = frozenset(
         "SqliteGraph",
         "TagConstraints",
         "from_triples",
+        "open_graph",
         "search_memory_tool",
     }
 )
@@ -221,6 +229,8 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIEmbedding",
     "PendingToolCall",
+    "PostgresGraph",
+    "PostgresVectorStore",
     "PriceTable",
     "PruneReport",
     "RagPipeline",
@@ -280,7 +290,9 @@ __all__ = [
     "diff_slots",
     "from_triples",
     "load_ipython_extension",
+    "open_graph",
     "open_store",
+    "open_vector_store",
     "redact_tool_results",
     "search_memory_tool",
 ]

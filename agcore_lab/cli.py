@@ -1,6 +1,7 @@
 """The ``agcore-lab`` command (also ``python -m agcore_lab``).
 
-Subcommands: ``demo`` (the offline demo) and ``info DB`` (what a store file holds). Any
+Subcommands: ``demo`` (the offline demo), ``info DB`` (what a store file holds; ``--store
+URL`` for any store), ``migrate SRC DST`` (copy a lab between stores) and ``serve``. Any
 :class:`~agcore_lab.errors.AgcoreError` prints one line, ``agcore-lab: error: ...``, and exits
 with status 1 — no traceback.
 """
@@ -45,15 +46,7 @@ def _existing_dir(path: str) -> str:
 def _run_demo(args: argparse.Namespace) -> int:
     from agcore_lab.demo import run_demo
 
-    run_demo(args.db, fresh=args.fresh)
-    return 0
-
-
-def _run_info(args: argparse.Namespace) -> int:
-    from agcore_lab.store.info import store_info
-
-    for line in store_info(args.db).lines():
-        print(line)
+    run_demo(args.db, fresh=args.fresh, store_url=args.store)
     return 0
 
 
@@ -80,18 +73,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--fresh", action="store_true", help="delete the file first instead of appending to it"
     )
+    demo.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="run on this store instead of --db (postgresql://..., sqlite:///PATH); never "
+        "$AGCORE_STORE_URL, so the demo stays out of a shared lab unless asked",
+    )
     info = commands.add_parser(
         "info",
         help="show what a store file holds",
         description="Sessions, checkpoints, pending calls, vectors, graphs, schema version "
-        "and file size of a SQLite store; reads the file without changing it.",
+        "and size of a store (a SQLite file DB, or --store URL for any store); reads it "
+        "without changing it.",
     )
-    info.add_argument("db", metavar="DB", help="the SQLite file")
+    info.add_argument("db", metavar="DB", nargs="?", default=None, help="the SQLite file")
+    from agcore_lab.cli_store import add_migrate_command, add_store_option, run_info, run_migrate
+
+    add_store_option(info)
+    add_migrate_command(commands)
     from agcore_lab.serve.command import add_serve_command, run_serve
 
     add_serve_command(commands)
     args = parser.parse_args(argv)
-    handlers = {"demo": _run_demo, "info": _run_info, "serve": run_serve}
+    handlers = {"demo": _run_demo, "info": run_info, "serve": run_serve, "migrate": run_migrate}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)

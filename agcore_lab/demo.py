@@ -139,8 +139,20 @@ def remove_database(db_path: str | Path) -> bool:
     return existed
 
 
+def _open_store(url: str) -> SqliteStore:
+    from agcore_lab.store.open import open_store
+
+    store = open_store(url)
+    assert isinstance(store, SqliteStore)  # SqliteStore or PostgresStore (its subclass)
+    return store
+
+
 def run_demo(
-    db_path: str | Path = DEFAULT_DB, *, out: Callable[[str], None] = print, fresh: bool = False
+    db_path: str | Path = DEFAULT_DB,
+    *,
+    out: Callable[[str], None] = print,
+    fresh: bool = False,
+    store_url: str | None = None,
 ) -> DemoReport:
     """Run the demo story against ``db_path`` and print a report through ``out``.
 
@@ -148,12 +160,24 @@ def run_demo(
         db_path: The SQLite file (created when missing).
         out: Where the printed lines go.
         fresh: Delete ``db_path`` first; otherwise a re-run appends new sessions to it.
+        store_url: Run on this store instead (``postgresql://...``, ``sqlite:///PATH``; see
+            :func:`~agcore_lab.store.open.open_store`), appending to what it holds.
+
+    Raises:
+        InvalidInputError: ``fresh`` with ``store_url`` (only a ``db_path`` file is deleted).
     """
+    if fresh and store_url is not None:
+        raise InvalidInputError(
+            "--fresh deletes the --db file; with --store, give an empty store instead "
+            "(for PostgreSQL, a new ?schema=NAME)"
+        )
     warm = threading.Thread(target=_warm_retrieval, name="agcore-demo-warm", daemon=True)
     warm.start()
     if fresh:
         remove_database(db_path)
-    store = SqliteStore(db_path)
+    store = SqliteStore(db_path) if store_url is None else _open_store(store_url)
+    if store_url is not None:
+        db_path = store.path
     earlier = len(store.list_sessions())
     session = AgentSession(_demo_agent(), bundle=RuntimeBundle(store=store, prices=DEMO_PRICES))
     report = DemoReport(db_path=str(db_path), session_id=session.session_id)
@@ -332,11 +356,11 @@ def _graph_step(store: SqliteStore, report: DemoReport, out: Callable[[str], Non
         GraphRelation,
         KnowledgeStore,
         MemoryRetriever,
-        SqliteGraph,
+        open_graph,
     )
 
     out("\n9. A knowledge graph beside the documents, and hybrid retrieval")
-    graph = SqliteGraph(store, "demo")
+    graph = open_graph(store, "demo")
     entities = {
         "agcore_lab": "library",
         "sqlite": "storage",

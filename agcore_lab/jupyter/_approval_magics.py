@@ -15,7 +15,7 @@ from IPython.display import display
 from agcore_lab.agent.approval import Approve, Reject
 from agcore_lab.errors import AgcoreError, InvalidInputError
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
-from agcore_lab.jupyter._manager_magics import ManagerCommands, unquote
+from agcore_lab.jupyter._manager_magics import STORE_OPTION, ManagerCommands, unquote
 from agcore_lab.jupyter.approval.ops import (
     find_call,
     outcome_of_error,
@@ -33,6 +33,7 @@ _APPROVALS = command(
     argument("--all", action="store_true", help="also the decided and expired calls"),
     argument("--panel", action="store_true", help="show an ApprovalPanel instead"),
     _MANAGER,
+    STORE_OPTION,
 )
 _APPROVE = command(
     "approve",
@@ -41,6 +42,7 @@ _APPROVE = command(
     argument("--args", default=None, help="edited arguments: a JSON object, or a dict variable"),
     argument("--rerun", action="store_true", help="run again a call that ran before a rollback"),
     _MANAGER,
+    STORE_OPTION,
 )
 _REJECT = command(
     "reject",
@@ -48,6 +50,7 @@ _REJECT = command(
     _ID,
     argument("--reason", "-r", default="", help="why (the model sees it)"),
     _MANAGER,
+    STORE_OPTION,
 )
 
 
@@ -56,7 +59,7 @@ class ApprovalCommands(ManagerCommands):
 
     def _approvals(self, rest: str, _cell: str | None) -> Any:
         args = parse(_APPROVALS, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         if args.panel:
             from agcore_lab.jupyter.approval.panel import ApprovalPanel
 
@@ -77,13 +80,13 @@ class ApprovalCommands(ManagerCommands):
 
     def _approve(self, rest: str, _cell: str | None) -> None:
         args = parse(_APPROVE, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         decision = Approve(arguments=self._edited_arguments(args.args), rerun=args.rerun)
         self._resume(manager, args.interrupt_id, decision)
 
     def _reject(self, rest: str, _cell: str | None) -> None:
         args = parse(_REJECT, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         self._resume(manager, args.interrupt_id, Reject(reason=unquote(args.reason) or ""))
 
     def _resume(self, manager: Any, interrupt_id: str, decision: Approve | Reject) -> None:

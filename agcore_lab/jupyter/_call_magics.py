@@ -20,6 +20,7 @@ from IPython.core.magic_arguments import argument
 from IPython.display import display
 
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
+from agcore_lab.jupyter._manager_magics import STORE_OPTION
 from agcore_lab.llm.call_record import ModelCall, describe_call
 
 if TYPE_CHECKING:
@@ -41,12 +42,14 @@ _CALLS = command(
     argument("--last", "-n", type=int, default=None, help="only the newest N calls"),
     argument("--inspect", action="store_true", help="show a CallInspector instead"),
     _MANAGER,
+    STORE_OPTION,
 )
 _PROMPT = command(
     "prompt",
     "The full request of one model call (as the model saw it) and its response.",
     argument("call_id", metavar="CALL_ID", help="the call's id (call_...)"),
     _MANAGER,
+    STORE_OPTION,
 )
 
 _HEADER = ("call", "session", "turn", "kind", "model", "tokens", "ms", "cost", "status")
@@ -93,7 +96,7 @@ def call_commands(magics: ManagerCommands) -> dict[str, Callable[[str, str | Non
         args = parse(_CALLS, rest)
         if args.last is not None and args.last < 1:
             raise CommandError("--last must be a positive number of calls")
-        manager = magics.resolve_manager(args.manager)
+        manager = magics.resolve_manager(args.manager, args.store)
         session_id: str | None = None
         if args.session is not None:
             session_id = magics.resolve_session_id(manager, args.session)
@@ -110,7 +113,7 @@ def call_commands(magics: ManagerCommands) -> dict[str, Callable[[str, str | Non
 
     def prompt(rest: str, _cell: str | None) -> None:
         args = parse(_PROMPT, rest)
-        manager = magics.resolve_manager(args.manager)
+        manager = magics.resolve_manager(args.manager, args.store)
         print(describe_call(manager.get_call_sync(args.call_id.strip("'\""))))
 
     return {"calls": calls, "prompt": prompt}

@@ -10,6 +10,7 @@ session from the checkpoint itself.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from IPython.core.magic_arguments import argument
@@ -17,20 +18,30 @@ from IPython.display import display
 
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.engine.manager import SessionManager
+from agcore_lab.errors import AgcoreError
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
+from agcore_lab.store.open import STORE_URL_ENV
 
-__all__ = ["ManagerCommands", "names_checkpoint"]
+__all__ = ["STORE_OPTION", "ManagerCommands", "names_checkpoint"]
 
 _MANAGER = argument("--manager", "-m", default=None, help="a variable holding a SessionManager")
+_STORE = argument(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="a store URL to open a manager on (default: $AGCORE_STORE_URL, when the notebook "
+    "holds no SessionManager)",
+)
 _SESSION = argument("--session", "-s", default=None, help="a session id, or a variable holding one")
-_SESSIONS = command("sessions", "The manager's stored sessions, as a DataFrame.", _MANAGER)
-_TREE = command("tree", "Browse the manager's session tree.", _MANAGER)
+_SESSIONS = command("sessions", "The manager's stored sessions, as a DataFrame.", _MANAGER, _STORE)
+_TREE = command("tree", "Browse the manager's session tree.", _MANAGER, _STORE)
 _TIMELINE = command(
     "timeline",
     "Show a session's checkpoints.",
     argument("target", nargs="?", default=None, metavar="SESSION", help="the session id"),
     _SESSION,
     _MANAGER,
+    _STORE,
 )
 _CHECKPOINT = command(
     "checkpoint",
@@ -38,6 +49,7 @@ _CHECKPOINT = command(
     argument("--label", "-l", default=None, help="a label for the checkpoint"),
     _SESSION,
     _MANAGER,
+    _STORE,
 )
 _ROLLBACK = command(
     "rollback",
@@ -45,6 +57,7 @@ _ROLLBACK = command(
     argument("ckpt", help="the checkpoint id"),
     _SESSION,
     _MANAGER,
+    _STORE,
 )
 _FORK = command(
     "fork",
@@ -53,9 +66,12 @@ _FORK = command(
     argument("--no-switch", action="store_true", help="keep using the current session"),
     _SESSION,
     _MANAGER,
+    _STORE,
 )
 # Options of either ``fork`` (slot or checkpoint) that take a value.
-_VALUE_OPTIONS = {"--from", "--session", "-s", "--manager", "-m"}
+_VALUE_OPTIONS = {"--from", "--session", "-s", "--manager", "-m", "--store"}
+STORE_OPTION = _STORE
+"""``--store URL``, for the other commands that take ``--manager``."""
 
 
 def names_checkpoint(rest: str) -> bool:
@@ -89,9 +105,17 @@ class ManagerCommands:
     def _namespace(self) -> dict[str, Any]:
         return self.shell.user_ns if self.shell is not None else {}
 
-    def resolve_manager(self, name: str | None) -> SessionManager:
-        """The manager named by ``--manager`` or, without it, the only one in the notebook."""
+    def resolve_manager(self, name: str | None, store: str | None = None) -> SessionManager:
+        """The manager named by ``--manager``; else one on the store ``--store URL`` names;
+        else the only one in the notebook; else one on ``$AGCORE_STORE_URL`` when it is set.
+
+        A manager opened on a URL is kept, one per URL, for the next commands.
+        """
         namespace = self._namespace()
+        if name is not None and store is not None:
+            raise CommandError("give --manager VAR or --store URL, not both")
+        if store is not None:
+            return self.store_manager(store)
         if name is not None:
             if name not in namespace:
                 raise CommandError(
@@ -109,15 +133,30 @@ class ManagerCommands:
                 found.setdefault(id(value), (key, value))
         if len(found) == 1:
             return next(iter(found.values()))[1]
+        if not found and os.environ.get(STORE_URL_ENV):
+            return self.store_manager(os.environ[STORE_URL_ENV])
         if not found:
             raise CommandError(
                 "no SessionManager in the notebook: create one, e.g. "
-                "manager = SessionManager(SqliteStore('lab.db')), or pass --manager VAR"
+                "manager = SessionManager(SqliteStore('lab.db')), or pass --manager VAR "
+                f"or --store URL (or set {STORE_URL_ENV})"
             )
         names = ", ".join(sorted(key for key, _ in found.values()))
         raise CommandError(
             f"{len(found)} SessionManagers in the notebook ({names}): pass --manager VAR"
         )
+
+    def store_manager(self, url: str) -> SessionManager:
+        """A manager on the store at ``url`` (opened once, then kept for this URL)."""
+        managers: dict[str, SessionManager] = self.__dict__.setdefault("_store_managers", {})
+        if url not in managers:
+            from agcore_lab.store.open import open_store
+
+            try:
+                managers[url] = SessionManager(open_store(url))
+            except AgcoreError as exc:
+                raise CommandError(f"cannot open the store {url!r}: {exc}") from None
+        return managers[url]
 
     def resolve_session_id(self, manager: SessionManager, given: str | None) -> str:
         """The session for ``--session`` (an id, or a variable holding an id or a session)."""
@@ -144,11 +183,11 @@ class ManagerCommands:
 
     def _sessions(self, rest: str, _cell: str | None) -> Any:
         args = parse(_SESSIONS, rest)
-        return self.resolve_manager(args.manager).sessions_dataframe()
+        return self.resolve_manager(args.manager, args.store).sessions_dataframe()
 
     def _tree(self, rest: str, _cell: str | None) -> None:
         args = parse(_TREE, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         from agcore_lab.jupyter.tree.browser import SessionTreeBrowser
 
         display(SessionTreeBrowser(manager))
@@ -157,7 +196,7 @@ class ManagerCommands:
         args = parse(_TIMELINE, rest)
         if args.target is not None and args.session is not None:
             raise CommandError("give the session once: SESSION or --session ID")
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         sid = self.resolve_session_id(manager, args.target or args.session)
         from agcore_lab.jupyter.history import CheckpointTimeline
 
@@ -165,7 +204,7 @@ class ManagerCommands:
 
     def _checkpoint(self, rest: str, _cell: str | None) -> None:
         args = parse(_CHECKPOINT, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         sid = self.resolve_session_id(manager, args.session)
         text = unquote(args.label)
         ckpt = manager.checkpoint_sync(sid, text)
@@ -180,7 +219,7 @@ class ManagerCommands:
 
     def _rollback(self, rest: str, _cell: str | None) -> None:
         args = parse(_ROLLBACK, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         meta, sid = self._checkpoint_session(manager, args.ckpt, args.session)
         recorded = manager.checkpointer.rollback_sync(sid, args.ckpt)
         self.last_manager_session = sid
@@ -188,7 +227,7 @@ class ManagerCommands:
 
     def _fork_checkpoint(self, rest: str) -> None:
         args = parse(_FORK, rest)
-        manager = self.resolve_manager(args.manager)
+        manager = self.resolve_manager(args.manager, args.store)
         meta, sid = self._checkpoint_session(manager, args.ckpt, args.session)
         child = manager.checkpointer.fork_sync(sid, args.ckpt)
         if not args.no_switch or self.last_manager_session is None:

@@ -20,6 +20,7 @@ from typing import Any
 from IPython.core.magic_arguments import argument
 
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
+from agcore_lab.jupyter._manager_magics import STORE_OPTION
 
 __all__ = ["SERVE_HELP", "TOKEN_VARIABLE", "running_servers", "serve_command"]
 
@@ -39,6 +40,7 @@ _SERVE = command(
     argument("--port", type=int, default=None, help="port (default 8765)"),
     argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)"),
     argument("--manager", "-m", default=None, help="a variable holding a SessionManager"),
+    STORE_OPTION,
     argument("--token", default=None, help="bearer token (default: AGCORE_TOKEN or random)"),
     argument("--no-auth", action="store_true", help="no token (loopback host only)"),
     argument("--stop", action="store_true", help="stop the service"),
@@ -81,7 +83,7 @@ def serve_command(magics: Any, rest: str) -> str:
     port = 8765 if args.port is None else args.port
     if port in running_servers():
         raise CommandError(f"already serving on port {port}; '%agcore serve --stop' first")
-    manager = magics.resolve_manager(args.manager)
+    manager = magics.resolve_manager(args.manager, args.store)
     token: str | None = None
     if args.no_auth:
         if args.token is not None:

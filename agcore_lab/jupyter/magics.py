@@ -89,6 +89,8 @@ session tree and time travel (each takes --manager VAR; all but sessions/tree --
   %agcore fork CKPT   start a child session from checkpoint CKPT (an id 'ckpt_...')
                       and use it from now on [--no-switch]
 --manager VAR: a variable holding a SessionManager (default: the only one in the notebook).
+--store URL: a manager on that store instead (postgresql://..., sqlite:///PATH); without
+--manager and --store, and no SessionManager in the notebook: $AGCORE_STORE_URL, if set.
 --session ID: a session id, or a variable holding one (default: the manager session used
 last here, or the manager's only live session).
 

@@ -2,7 +2,8 @@
 
 Everything here runs offline by default: :class:`RecursiveCharacterSplitter` (chunk for chunk
 the same as LangChain's), :class:`HashingEmbedding` (scikit-learn, no download),
-:class:`InMemoryVectorStore` or :class:`SqliteVectorStore`, tied together by
+:class:`InMemoryVectorStore`, :class:`SqliteVectorStore` or :class:`PostgresVectorStore`
+(:func:`open_vector_store` picks the persisted one of a store's backend), tied together by
 :class:`RagPipeline`::
 
     from agcore_lab.rag import RagPipeline
@@ -16,8 +17,10 @@ scikit-learn, httpx and torch load on first use, never at import.
 
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.embeddings import Embedding, HashingEmbedding, MockEmbedding
+from agcore_lab.rag.open_vectors import open_vector_store
 from agcore_lab.rag.openai_embedding import OpenAIEmbedding
 from agcore_lab.rag.pipeline import IngestProgress, IngestReport, RagPipeline
+from agcore_lab.rag.postgres_vectors import PostgresVectorStore
 from agcore_lab.rag.sentence_embedding import SentenceTransformerEmbedding
 from agcore_lab.rag.splitter import DEFAULT_SEPARATORS, ChunkSpan, RecursiveCharacterSplitter
 from agcore_lab.rag.sqlite_vectors import SqliteVectorStore
@@ -35,10 +38,12 @@ __all__ = [
     "MetadataFilter",
     "MockEmbedding",
     "OpenAIEmbedding",
+    "PostgresVectorStore",
     "RagPipeline",
     "RecursiveCharacterSplitter",
     "SearchHit",
     "SentenceTransformerEmbedding",
     "SqliteVectorStore",
     "VectorStore",
+    "open_vector_store",
 ]

@@ -12,9 +12,10 @@ from typing import Any
 
 from agcore_lab.rag.documents import Document
 from agcore_lab.rag.embeddings import HashingEmbedding
+from agcore_lab.rag.open_vectors import open_vector_store
 from agcore_lab.rag.pipeline import RagPipeline
 from agcore_lab.rag.splitter import RecursiveCharacterSplitter
-from agcore_lab.rag.sqlite_vectors import SqliteVectorStore
+from agcore_lab.store.postgres import PostgresStore
 from agcore_lab.store.sqlite import SqliteStore
 
 __all__ = ["DEMO_NOTES", "DEMO_QUERIES", "rag_demo_step"]
@@ -63,11 +64,12 @@ def rag_demo_step(store: SqliteStore, out: Callable[[str], None] = print) -> dic
         ``documents``, ``ingested``, ``unchanged``, ``chunks`` (stored in the namespace),
         and ``answers``: for each query, the ids of the sources of its top chunks.
     """
-    out("  RAG: split, embed (offline hashing embedding), store in SQLite, retrieve")
+    backend = "PostgreSQL" if isinstance(store, PostgresStore) else "SQLite"
+    out(f"  RAG: split, embed (offline hashing embedding), store in {backend}, retrieve")
     pipeline = RagPipeline(
         RecursiveCharacterSplitter(chunk_size=160, chunk_overlap=30),
         HashingEmbedding(),
-        SqliteVectorStore(store, "demo-notes"),
+        open_vector_store(store, "demo-notes"),
     )
     docs = [
         Document.from_text(text, id=doc_id, mime_type="text/markdown")

@@ -45,6 +45,15 @@ _UPSERT_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "merge_strategy",
         ),
     ),
+    # Knowledge graphs (agcore_lab.store._graph).
+    "kg_entities": (
+        ("namespace", "entity_id"),
+        ("namespace", "entity_id", "name", "entity_type", "description", "properties_json"),
+    ),
+    "kg_relations": (
+        ("namespace", "source", "relation_type", "target"),
+        ("namespace", "source", "relation_type", "target", "weight", "properties_json"),
+    ),
 }
 _REWRITES: tuple[tuple[str, str], ...] = ()
 _NUMBERED = re.compile(r"\?(\d+)")

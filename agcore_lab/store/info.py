@@ -28,6 +28,8 @@ class StoreInfo:
         pending: Pending tool calls by status (overdue ones counted as ``EXPIRED``).
         vectors: Documents per vector-store namespace.
         graphs: ``(entities, relations)`` per knowledge-graph namespace.
+        kind: What ``path`` names: ``"file"``, or ``"store"`` for a PostgreSQL schema
+            (whose ``file_bytes`` are its tables' and indexes' bytes on the server).
     """
 
     path: str
@@ -38,6 +40,7 @@ class StoreInfo:
     pending: dict[str, int] = field(default_factory=dict)
     vectors: dict[str, int] = field(default_factory=dict)
     graphs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    kind: str = "file"
 
     def lines(self) -> list[str]:
         """The summary as text lines."""
@@ -47,7 +50,7 @@ class StoreInfo:
             f"{ns}: {e} entities, {r} relations" for ns, (e, r) in sorted(self.graphs.items())
         )
         return [
-            f"file: {self.path} ({self.file_bytes:,} bytes)",
+            f"{self.kind}: {self.path} ({self.file_bytes:,} bytes)",
             f"schema version: {self.schema_version}",
             f"sessions: {self.sessions}",
             f"checkpoints: {self.checkpoints}",

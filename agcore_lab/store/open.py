@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from agcore_lab.errors import ConfigurationError
 from agcore_lab.store.base import Store
 
-__all__ = ["STORE_URL_ENV", "open_store"]
+__all__ = ["STORE_URL_ENV", "open_store", "split_postgres_url"]
 
 STORE_URL_ENV = "AGCORE_STORE_URL"
 """The environment variable read when no URL is given."""
@@ -92,3 +92,21 @@ def open_store(
     if not path:
         raise ConfigurationError("the sqlite URL names no file; try sqlite:///lab.db")
     return SqliteStore(path, timeout=timeout)
+
+
+def split_postgres_url(url: str, schema: str = "agcore") -> tuple[str, str] | None:
+    """``(server URL, schema)`` of a ``postgresql://`` store URL — its ``?schema=NAME``, else
+    ``schema`` — or ``None`` for any other URL.
+
+    Example:
+        >>> split_postgres_url("postgresql://db/lab?schema=team&sslmode=require")
+        ('postgresql://db/lab?sslmode=require', 'team')
+        >>> split_postgres_url("sqlite:///lab.db") is None
+        True
+    """
+    parts = urlsplit(url) if "://" in url else None
+    if parts is None or parts.scheme.lower() not in ("postgresql", "postgres"):
+        return None
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"]
+    schema = dict(parse_qsl(parts.query)).get("schema", schema)
+    return urlunsplit(parts._replace(query=urlencode(query))), schema

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agcore_lab import __version__
+from agcore_lab import SqliteStore, __version__
 from agcore_lab.cli import main
 from agcore_lab.demo import run_demo
 
@@ -106,3 +106,53 @@ def test_demo_output_explains_itself_and_a_rerun_says_it_appends(tmp_path: Path)
     assert any("appending" in line and "10 sessions" in line for line in second)
     fresh = run_demo(db, out=lambda _line: None, fresh=True)
     assert fresh.sessions_in_store == 10
+
+
+def test_info_takes_a_store_url_and_the_environment_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "lab.db"
+    SqliteStore(db).close()
+    assert main(["info", "--store", f"sqlite:///{db}"]) == 0
+    by_url = capsys.readouterr().out
+    assert f"file: {db} (" in by_url and "sessions: 0\n" in by_url
+    monkeypatch.setenv("AGCORE_STORE_URL", f"sqlite:///{db}")
+    assert main(["info"]) == 0
+    assert capsys.readouterr().out == by_url
+    monkeypatch.delenv("AGCORE_STORE_URL")
+    assert main(["info"]) == 1
+    assert "give DB or --store URL (or set AGCORE_STORE_URL)" in capsys.readouterr().err
+    assert main(["info", str(db), "--store", str(db)]) == 1
+    assert "give the store once" in capsys.readouterr().err
+    assert main(["info", "--store", "mysql://x/y"]) == 1
+    assert "mysql://" in capsys.readouterr().err
+
+
+def test_migrate_copies_a_sqlite_lab_to_another_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.db"
+    run_demo(db, out=lambda _line: None)
+    assert main(["info", str(db)]) == 0
+    held = capsys.readouterr().out.splitlines()[2:]  # sessions, checkpoints, ..., graphs
+    assert main(["migrate", str(db), f"sqlite:///{tmp_path / 'copy.db'}"]) == 0
+    out = capsys.readouterr().out
+    assert "verified: every count matches in the destination" in out
+    assert "vectors 'demo-notes': 9 documents" in out
+    assert main(["info", str(tmp_path / "copy.db")]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == held
+
+
+def test_migrate_names_what_is_wrong_with_a_source_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for source, says in (
+        ("mysql://db/lab", "no store backend for 'mysql://'"),
+        ("sqlite://lab.db", "three slashes"),
+        (f"sqlite:///{tmp_path / 'none.db'}", "no source database"),
+        (":memory:", "nothing to copy"),
+    ):
+        assert main(["migrate", source, str(tmp_path / "out.db")]) == 1
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, (source, err)
+    assert not (tmp_path / "out.db").exists()
