@@ -1,0 +1,414 @@
+"""Reading checkpoint rows back into records, fast: rows the store wrote are not validated again.
+
+Every ``checkpoints`` row was written from a validated :class:`~agcore_lab.store.base.CkptMeta`
+(``insert_checkpoint`` takes nothing else), so a read only checks that each column still has
+the type it was written with — one ``type(...) is`` test per column — and builds the records
+directly (:func:`built`, the few assignments pydantic's own constructor makes). A row that
+fails a check (edited by hand, damaged on disk) goes through full validation instead, which
+names what is wrong in a :class:`~agcore_lab.errors.CorruptRecordError`. Listing 10,000
+checkpoints costs a few times the SQL under it, not a pydantic validation per row.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agcore_lab.checks import check_count
+from agcore_lab.errors import CorruptRecordError, InvalidInputError
+from agcore_lab.ids import utcnow
+from agcore_lab.llm.usage import ModelSpend, Usage
+from agcore_lab.store.base import CkptMeta, SlotMode, SlotRecord
+from agcore_lab.store.pending import state_from_json
+
+__all__ = ["built", "checkpoint_page", "read_checkpoints"]
+
+M = TypeVar("M", bound=BaseModel)
+
+COLUMNS = (
+    "session_id",
+    "ckpt_id",
+    "parent_ckpt_id",
+    "turn_index",
+    "created_at",
+    "label",
+    "source",
+    "message_count",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "agent_name",
+    "current_slot_id",
+    "last_summary_turn",
+    "memory_version",
+    "slots_json",
+    "spend_json",
+    "pending_json",
+)
+_SELECT = ", ".join(COLUMNS)
+_SOURCES = frozenset({"auto", "manual", "fork", "rollback"})
+_MODES = frozenset({"full", "focused"})
+_STRATEGIES = frozenset({None, "append", "replace", "summarize"})
+_OPTIONAL_TEXT = (str, type(None))
+_OPTIONAL_INT = (int, type(None))
+
+
+class _Unchecked(Exception):
+    """A stored value is not of the type it was written with: validate the row fully."""
+
+
+def built(cls: type[M], values: dict[str, Any]) -> M:
+    """A ``cls`` holding ``values`` (every field, already of its type), without validation.
+
+    What ``model_construct`` does for a model without private attributes, extras or
+    post-init hooks, minus its per-field default lookups (it is slower than validating).
+    """
+    record = cls.__new__(cls)
+    object.__setattr__(record, "__dict__", values)
+    object.__setattr__(record, "__pydantic_fields_set__", set(values))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+def _when(text: object) -> datetime:
+    if type(text) is not str:
+        raise _Unchecked
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise _Unchecked from None
+    if moment.tzinfo is None:
+        raise _Unchecked  # the fully validated path decides what a naive time means
+    return moment
+
+
+def _slot_state(state: object) -> dict[str, Any]:
+    # A stored slot state, checked field by field; the dict handed to SlotRecord.
+    if type(state) is not dict:
+        raise _Unchecked
+    get = state.get
+    pinned = get("pinned_ids", [])
+    checks = (
+        type(get("fork_point", 0)) is int,
+        type(get("merge_base", 0)) is int,
+        type(get("recent_window", 20)) is int,
+        get("mode", "full") in _MODES,
+        get("merge_strategy") in _STRATEGIES,
+        isinstance(get("parent_slot_id"), _OPTIONAL_TEXT),
+        isinstance(get("summary_override"), _OPTIONAL_TEXT),
+        type(pinned) is list and all(type(p) is str for p in pinned),
+        "created_at" in state,
+        len(state.keys() - _STATE_KEYS) == 0,
+    )
+    if not all(checks):
+        raise _Unchecked
+    return {
+        "parent_slot_id": get("parent_slot_id"),
+        "fork_point": get("fork_point", 0),
+        "merge_base": get("merge_base", 0),
+        "mode": SlotMode(get("mode", "full")),
+        "summary_override": get("summary_override"),
+        "recent_window": get("recent_window", 20),
+        "created_at": _when(state["created_at"]),
+        "merge_strategy": get("merge_strategy"),
+        "pinned": tuple(pinned),
+    }
+
+
+_STATE_KEYS = frozenset(
+    {
+        "parent_slot_id",
+        "fork_point",
+        "merge_base",
+        "mode",
+        "summary_override",
+        "pinned_ids",
+        "recent_window",
+        "created_at",
+        "merge_strategy",
+    }
+)
+
+
+def _slots(
+    text: object, session_id: str, states: dict[str, dict[str, Any]], updated: datetime
+) -> dict[str, SlotRecord]:
+    if type(text) is not str:
+        raise _Unchecked
+    try:
+        heads = json.loads(text)
+    except ValueError:
+        raise _Unchecked from None
+    if type(heads) is not dict:
+        raise _Unchecked
+    slots = {}
+    for slot_id, pair in heads.items():
+        if type(pair) is not list or len(pair) != 2:
+            raise _Unchecked
+        head, digest = pair
+        state = states.get(digest) if type(digest) is str else None
+        if state is None or not isinstance(head, _OPTIONAL_TEXT):
+            raise _Unchecked
+        slots[slot_id] = built(
+            SlotRecord,
+            {
+                "session_id": session_id,
+                "slot_id": slot_id,
+                "parent_slot_id": state["parent_slot_id"],
+                "fork_point": state["fork_point"],
+                "merge_base": state["merge_base"],
+                "mode": state["mode"],
+                "head_node_id": head,
+                "summary_override": state["summary_override"],
+                "pinned_ids": list(state["pinned"]),
+                "recent_window": state["recent_window"],
+                "created_at": state["created_at"],
+                # Not stored in a checkpoint: the time it is read, as a validated read gives.
+                "updated_at": updated,
+                "merge_strategy": state["merge_strategy"],
+            },
+        )
+    return slots
+
+
+def _spend(text: object) -> dict[str, ModelSpend]:
+    if type(text) is not str:
+        raise _Unchecked
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        raise _Unchecked from None
+    if type(stored) is not dict:
+        raise _Unchecked
+    spend = {}
+    for model, figures in stored.items():
+        if type(figures) is not list or len(figures) != 4:
+            raise _Unchecked
+        prompt, completion, requests, cost = figures
+        counts = (prompt, completion, requests)
+        if not all(type(n) is int and n >= 0 for n in counts) or type(cost) not in (int, float):
+            raise _Unchecked
+        usage = built(
+            Usage, {"prompt_tokens": prompt, "completion_tokens": completion, "requests": requests}
+        )
+        spend[model] = built(ModelSpend, {"usage": usage, "cost": float(cost)})
+    return spend
+
+
+def _fast(
+    row: Sequence[Any], states: dict[str, dict[str, Any]], updated: datetime
+) -> CkptMeta | None:
+    """The record of a row whose every column has its written type; ``None`` otherwise."""
+    (
+        session_id,
+        ckpt_id,
+        parent,
+        turn,
+        created,
+        label,
+        source,
+        count,
+        prompt,
+        completion,
+        cost,
+        agent,
+        slot,
+        summary_turn,
+        memory,
+        slots_text,
+        spend_text,
+        pending_text,
+    ) = row
+    if pending_text is not None:
+        return None  # rare; its state is parsed strictly by the validated path
+    ints = (turn, count, prompt, completion, memory)
+    if not (
+        all(type(n) is int for n in ints)
+        and type(session_id) is str
+        and type(ckpt_id) is str
+        and type(agent) is str
+        and type(slot) is str
+        and source in _SOURCES
+        and type(cost) is float
+        and isinstance(parent, _OPTIONAL_TEXT)
+        and isinstance(label, _OPTIONAL_TEXT)
+        and isinstance(summary_turn, _OPTIONAL_INT)
+        and type(summary_turn) is not bool
+    ):
+        return None
+    try:
+        values = {
+            "ckpt_id": ckpt_id,
+            "session_id": session_id,
+            "parent_ckpt_id": parent,
+            "turn_index": turn,
+            "created_at": _when(created),
+            "label": label,
+            "source": source,
+            "message_count": count,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "cost_usd": cost,
+            "agent_name": agent,
+            "current_slot_id": slot,
+            "last_summary_turn": summary_turn,
+            "memory_version": memory,
+            "slots": _slots(slots_text, session_id, states, updated),
+            "spend": _spend(spend_text),
+            "pending": None,
+        }
+    except _Unchecked:
+        return None
+    return built(CkptMeta, values)
+
+
+def _corrupt(row: dict[str, Any], what: str, exc: BaseException) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"stored checkpoint {row['ckpt_id']!r} cannot be read ({what}: {exc}); the row is left "
+        "as it is (delete it with delete_checkpoints, or restore the file from a backup)",
+        table="checkpoints",
+        key=row["ckpt_id"],
+        session_id=row["session_id"],
+        checkpoint_id=row["ckpt_id"],
+    )
+
+
+def _validated(row: dict[str, Any], states: dict[str, Any]) -> CkptMeta:
+    # Full validation by pydantic: the path of rows that failed a check, and of rows with a
+    # pending call. Names what is wrong.
+    session_id = row["session_id"]
+    pending = None
+    if row["pending_json"]:
+        pending = state_from_json(
+            row["pending_json"],
+            table="checkpoints",
+            key=row["ckpt_id"],
+            session_id=session_id,
+            checkpoint_id=row["ckpt_id"],
+        )
+    try:
+        slots = {
+            slot_id: {
+                "session_id": session_id,
+                "slot_id": slot_id,
+                "head_node_id": head,
+                **states[d],
+            }
+            for slot_id, (head, d) in json.loads(row["slots_json"]).items()
+        }
+        spend = {
+            model: {
+                "usage": {"prompt_tokens": p, "completion_tokens": c, "requests": r},
+                "cost": cost,
+            }
+            for model, (p, c, r, cost) in json.loads(row["spend_json"]).items()
+        }
+        return CkptMeta.model_validate({**row, "slots": slots, "spend": spend, "pending": pending})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise _corrupt(row, "invalid fields", ValueError(problems)) from exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise _corrupt(row, "invalid slots or spend JSON", exc) from exc
+
+
+def _digests(row: Sequence[Any]) -> set[str]:
+    try:
+        heads = json.loads(row[15])
+        return {pair[1] for pair in heads.values() if type(pair[1]) is str}
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
+
+
+def _states(conn: sqlite3.Connection, digests: set[str]) -> dict[str, dict[str, Any]]:
+    states: dict[str, dict[str, Any]] = {}
+    for digest in digests:
+        found = conn.execute(
+            "SELECT state_json FROM slot_states WHERE state_hash = ?", (digest,)
+        ).fetchone()
+        if found is None:
+            continue  # the checkpoint naming it is reported when it is read
+        try:
+            states[digest] = json.loads(found[0])
+        except ValueError as exc:
+            raise CorruptRecordError(
+                f"stored slot state {digest!r} is not valid JSON: {exc}",
+                table="slot_states",
+                key=digest,
+            ) from exc
+    return states
+
+
+def read_checkpoints(
+    conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
+) -> list[CkptMeta]:
+    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
+    sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
+    cursor = conn.execute(
+        sql if limit is None else sql + " LIMIT ?",
+        tuple(params) if limit is None else (*params, limit),
+    )
+    rows = [tuple(r) for r in cursor.fetchall()]
+    digests: set[str] = set()
+    for row in rows:
+        digests |= _digests(row)
+    states = _states(conn, digests)
+    checked = {}
+    for digest, state in states.items():
+        try:
+            checked[digest] = _slot_state(state)
+        except _Unchecked:
+            pass  # its checkpoints take the validated path, which names the problem
+    updated = utcnow()
+    records = []
+    # Tens of thousands of small objects, none of them garbage: the cyclic collector would
+    # rescan them over and over while they are made (it doubled the time of a long listing).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for row in rows:
+            record = _fast(row, checked, updated)
+            if record is None:
+                record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
+            records.append(record)
+    finally:
+        if collecting:
+            gc.enable()
+    return records
+
+
+def checkpoint_page(
+    session_id: str | None, limit: int | None, before: str | int | None
+) -> tuple[str, list[Any], int | None]:
+    """The condition, parameters and limit of one page of a listing (newest first).
+
+    Raises:
+        InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is neither a checkpoint
+            id (``str``) nor a turn index (``int``).
+    """
+    limit = check_count(limit, "limit", optional=True)
+    conditions: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if session_id:  # as before paging: None (or "") lists every session's
+        conditions.append("session_id = ?")
+        params.append(session_id)
+    if isinstance(before, str):
+        conditions.append("ckpt_id < ?")
+        params.append(before)
+    elif isinstance(before, int) and not isinstance(before, bool):
+        conditions.append("turn_index < ?")
+        params.append(before)
+    elif before is not None:
+        raise InvalidInputError(
+            "before must be a checkpoint id (str: the checkpoints older than it) or a turn "
+            f"index (int: the checkpoints of earlier turns), got {type(before).__name__}"
+        )
+    return " AND ".join(conditions), params, limit
