@@ -20,14 +20,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agcore_lab.checks import check_count
-from agcore_lab.errors import CorruptRecordError, InvalidInputError
+from agcore_lab.errors import CorruptRecordError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.usage import ModelSpend, Usage
 from agcore_lab.store.base import CkptMeta, SlotMode, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
-__all__ = ["built", "checkpoint_page", "read_checkpoints"]
+__all__ = ["COLUMNS", "built", "read_checkpoints"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,15 +62,16 @@ class _Unchecked(Exception):
     """A stored value is not of the type it was written with: validate the row fully."""
 
 
-def built(cls: type[M], values: dict[str, Any]) -> M:
+def built(cls: type[M], values: dict[str, Any], fields: set[str] | None = None) -> M:
     """A ``cls`` holding ``values`` (every field, already of its type), without validation.
 
     What ``model_construct`` does for a model without private attributes, extras or
     post-init hooks, minus its per-field default lookups (it is slower than validating).
+    ``fields``: the names of ``values`` when the caller has them as a set already.
     """
     record = cls.__new__(cls)
     object.__setattr__(record, "__dict__", values)
-    object.__setattr__(record, "__pydantic_fields_set__", set(values))
+    object.__setattr__(record, "__pydantic_fields_set__", fields.copy() if fields else set(values))
     object.__setattr__(record, "__pydantic_extra__", None)
     object.__setattr__(record, "__pydantic_private__", None)
     return record
@@ -110,18 +110,26 @@ def _slot_state(state: object) -> dict[str, Any]:
     if not all(checks):
         raise _Unchecked
     return {
+        "session_id": None,
+        "slot_id": None,
         "parent_slot_id": get("parent_slot_id"),
         "fork_point": get("fork_point", 0),
         "merge_base": get("merge_base", 0),
         "mode": SlotMode(get("mode", "full")),
+        "head_node_id": None,
         "summary_override": get("summary_override"),
+        "pinned_ids": pinned,
         "recent_window": get("recent_window", 20),
         "created_at": _when(state["created_at"]),
+        "updated_at": None,
         "merge_strategy": get("merge_strategy"),
-        "pinned": tuple(pinned),
     }
 
 
+_SLOT_FIELDS = set(SlotRecord.model_fields)
+_CKPT_FIELDS = set(CkptMeta.model_fields)
+_USAGE_FIELDS = {"prompt_tokens", "completion_tokens", "requests"}
+_SPEND_FIELDS = {"usage", "cost"}
 _STATE_KEYS = frozenset(
     {
         "parent_slot_id",
@@ -137,17 +145,20 @@ _STATE_KEYS = frozenset(
 )
 
 
-def _slots(
-    text: object, session_id: str, states: dict[str, dict[str, Any]], updated: datetime
-) -> dict[str, SlotRecord]:
-    if type(text) is not str:
-        raise _Unchecked
+def _heads(row: Sequence[Any]) -> dict[str, Any]:
+    """The row's ``slots_json``: slot id -> [head node, state digest]."""
     try:
-        heads = json.loads(text)
-    except ValueError:
-        raise _Unchecked from None
-    if type(heads) is not dict:
-        raise _Unchecked
+        heads = json.loads(row[15])
+        if type(heads) is not dict:
+            raise TypeError(f"an object was expected, not {type(heads).__name__}")
+        return heads
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
+
+
+def _slots(
+    heads: dict[str, Any], session_id: str, states: dict[str, dict[str, Any]], updated: datetime
+) -> dict[str, SlotRecord]:
     slots = {}
     for slot_id, pair in heads.items():
         if type(pair) is not list or len(pair) != 2:
@@ -156,25 +167,14 @@ def _slots(
         state = states.get(digest) if type(digest) is str else None
         if state is None or not isinstance(head, _OPTIONAL_TEXT):
             raise _Unchecked
-        slots[slot_id] = built(
-            SlotRecord,
-            {
-                "session_id": session_id,
-                "slot_id": slot_id,
-                "parent_slot_id": state["parent_slot_id"],
-                "fork_point": state["fork_point"],
-                "merge_base": state["merge_base"],
-                "mode": state["mode"],
-                "head_node_id": head,
-                "summary_override": state["summary_override"],
-                "pinned_ids": list(state["pinned"]),
-                "recent_window": state["recent_window"],
-                "created_at": state["created_at"],
-                # Not stored in a checkpoint: the time it is read, as a validated read gives.
-                "updated_at": updated,
-                "merge_strategy": state["merge_strategy"],
-            },
-        )
+        values = state.copy()
+        values["session_id"] = session_id
+        values["slot_id"] = slot_id
+        values["head_node_id"] = head
+        values["pinned_ids"] = list(state["pinned_ids"])
+        # Not stored in a checkpoint: the time it is read, as a validated read gives.
+        values["updated_at"] = updated
+        slots[slot_id] = built(SlotRecord, values, _SLOT_FIELDS)
     return slots
 
 
@@ -192,18 +192,28 @@ def _spend(text: object) -> dict[str, ModelSpend]:
         if type(figures) is not list or len(figures) != 4:
             raise _Unchecked
         prompt, completion, requests, cost = figures
-        counts = (prompt, completion, requests)
-        if not all(type(n) is int and n >= 0 for n in counts) or type(cost) not in (int, float):
+        if not (
+            type(prompt) is int
+            and type(completion) is int
+            and type(requests) is int
+            and min(prompt, completion, requests) >= 0
+            and type(cost) in (int, float)
+        ):
             raise _Unchecked
         usage = built(
-            Usage, {"prompt_tokens": prompt, "completion_tokens": completion, "requests": requests}
+            Usage,
+            {"prompt_tokens": prompt, "completion_tokens": completion, "requests": requests},
+            _USAGE_FIELDS,
         )
-        spend[model] = built(ModelSpend, {"usage": usage, "cost": float(cost)})
+        spend[model] = built(ModelSpend, {"usage": usage, "cost": float(cost)}, _SPEND_FIELDS)
     return spend
 
 
 def _fast(
-    row: Sequence[Any], states: dict[str, dict[str, Any]], updated: datetime
+    row: Sequence[Any],
+    heads: dict[str, Any],
+    states: dict[str, dict[str, Any]],
+    updated: datetime,
 ) -> CkptMeta | None:
     """The record of a row whose every column has its written type; ``None`` otherwise."""
     (
@@ -222,7 +232,7 @@ def _fast(
         slot,
         summary_turn,
         memory,
-        slots_text,
+        _slots_json,
         spend_text,
         pending_text,
     ) = row
@@ -260,13 +270,13 @@ def _fast(
             "current_slot_id": slot,
             "last_summary_turn": summary_turn,
             "memory_version": memory,
-            "slots": _slots(slots_text, session_id, states, updated),
+            "slots": _slots(heads, session_id, states, updated),
             "spend": _spend(spend_text),
             "pending": None,
         }
     except _Unchecked:
         return None
-    return built(CkptMeta, values)
+    return built(CkptMeta, values, _CKPT_FIELDS)
 
 
 def _corrupt(row: dict[str, Any], what: str, exc: BaseException) -> CorruptRecordError:
@@ -320,14 +330,6 @@ def _validated(row: dict[str, Any], states: dict[str, Any]) -> CkptMeta:
         raise _corrupt(row, "invalid slots or spend JSON", exc) from exc
 
 
-def _digests(row: Sequence[Any]) -> set[str]:
-    try:
-        heads = json.loads(row[15])
-        return {pair[1] for pair in heads.values() if type(pair[1]) is str}
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
-        raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
-
-
 def _states(conn: sqlite3.Connection, digests: set[str]) -> dict[str, dict[str, Any]]:
     states: dict[str, dict[str, Any]] = {}
     for digest in digests:
@@ -357,9 +359,13 @@ def read_checkpoints(
         tuple(params) if limit is None else (*params, limit),
     )
     rows = [tuple(r) for r in cursor.fetchall()]
-    digests: set[str] = set()
-    for row in rows:
-        digests |= _digests(row)
+    heads = [_heads(row) for row in rows]
+    digests = {
+        pair[1]
+        for slots in heads
+        for pair in slots.values()
+        if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
+    }
     states = _states(conn, digests)
     checked = {}
     for digest, state in states.items():
@@ -374,8 +380,8 @@ def read_checkpoints(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for row in rows:
-            record = _fast(row, checked, updated)
+        for row, slots in zip(rows, heads, strict=True):
+            record = _fast(row, slots, checked, updated)
             if record is None:
                 record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
             records.append(record)
@@ -383,32 +389,3 @@ def read_checkpoints(
         if collecting:
             gc.enable()
     return records
-
-
-def checkpoint_page(
-    session_id: str | None, limit: int | None, before: str | int | None
-) -> tuple[str, list[Any], int | None]:
-    """The condition, parameters and limit of one page of a listing (newest first).
-
-    Raises:
-        InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is neither a checkpoint
-            id (``str``) nor a turn index (``int``).
-    """
-    limit = check_count(limit, "limit", optional=True)
-    conditions: list[str] = ["1 = 1"]
-    params: list[Any] = []
-    if session_id:  # as before paging: None (or "") lists every session's
-        conditions.append("session_id = ?")
-        params.append(session_id)
-    if isinstance(before, str):
-        conditions.append("ckpt_id < ?")
-        params.append(before)
-    elif isinstance(before, int) and not isinstance(before, bool):
-        conditions.append("turn_index < ?")
-        params.append(before)
-    elif before is not None:
-        raise InvalidInputError(
-            "before must be a checkpoint id (str: the checkpoints older than it) or a turn "
-            f"index (int: the checkpoints of earlier turns), got {type(before).__name__}"
-        )
-    return " AND ".join(conditions), params, limit

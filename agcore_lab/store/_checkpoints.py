@@ -16,13 +16,15 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agcore_lab.errors import CorruptRecordError
+from agcore_lab.checks import check_count
+from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
+    "checkpoint_page",
     "INSERT_SLOT",
     "SLOT_COLUMNS",
     "UPSERT_SLOT",
@@ -213,6 +215,35 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
             ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
         ),
     )
+
+
+def checkpoint_page(
+    session_id: str | None, limit: int | None, before: str | int | None
+) -> tuple[str, list[Any], int | None]:
+    """The condition, parameters and limit of one page of a listing (newest first).
+
+    Raises:
+        InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is neither a checkpoint
+            id (``str``) nor a turn index (``int``).
+    """
+    limit = check_count(limit, "limit", optional=True)
+    conditions: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if session_id:  # as before paging: None (or "") lists every session's
+        conditions.append("session_id = ?")
+        params.append(session_id)
+    if isinstance(before, str):
+        conditions.append("ckpt_id < ?")
+        params.append(before)
+    elif isinstance(before, int) and not isinstance(before, bool):
+        conditions.append("turn_index < ?")
+        params.append(before)
+    elif before is not None:
+        raise InvalidInputError(
+            "before must be a checkpoint id (str: the checkpoints older than it) or a turn "
+            f"index (int: the checkpoints of earlier turns), got {type(before).__name__}"
+        )
+    return " AND ".join(conditions), params, limit
 
 
 def delete_checkpoints(

@@ -41,10 +41,11 @@ from agcore_lab.store._chains import (
     read_chain,
 )
 from agcore_lab.store._changes import log_change, read_changes
-from agcore_lab.store._checkpoint_rows import checkpoint_page, read_checkpoints
+from agcore_lab.store._checkpoint_rows import read_checkpoints
 from agcore_lab.store._checkpoints import (
     INSERT_SLOT,
     UPSERT_SLOT,
+    checkpoint_page,
     delete_checkpoints,
     insert_checkpoint,
     replace_slots,
