@@ -83,3 +83,24 @@ def test_children_are_read_by_the_index_oldest_first(manager: SessionManager, ag
     assert "sessions_parent" in " ".join(str(row[-1]) for row in plan)
     with pytest.raises(SessionNotFoundError):
         manager.children_sync("ses_nobody")
+
+
+class _PlainStore:
+    """A store with the protocol's methods only (no ``read_dataframe``)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name == "read_dataframe":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_to_dataframe_of_a_store_without_sql_builds_the_same_frame(
+    manager: SessionManager, agent: Agent
+) -> None:
+    sid = _turns(manager, agent, 2)
+    plain = Checkpointer(_PlainStore(manager.store))  # type: ignore[arg-type]
+    assert not hasattr(plain.store, "read_dataframe")
+    pd.testing.assert_frame_equal(plain.to_dataframe(sid), manager.checkpointer.to_dataframe(sid))
