@@ -7,8 +7,9 @@ goal of issue 16:
   checkpoints of it (copies of a real one, written through the store's own insert). Timed:
   ``Checkpointer.list_checkpoints`` (best of ``--repeats``); the floor is the raw SQL under
   it (``SELECT * FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC``, fetchall).
-  Shown too: one page (``limit=50``) from the middle (``before=``), and ``to_dataframe``
-  beside ``pd.read_sql`` of the same rows.
+  Shown too: the CPU time of both (steadier than wall time on a busy machine) beside the read
+  of before issue 16 (a pydantic validation per row), one page (``limit=50``) from the middle
+  (``before=``), and ``to_dataframe`` beside ``pd.read_sql`` of the same rows.
 - **children(id) among 1,000 sessions** (goal <= 0.5 ms): 1,000 stored sessions, 10 of them
   parents of 99 children each. Timed: ``SessionManager.children`` (best of ``--repeats``);
   the floor is a plain indexed query (``SELECT session_id FROM sessions WHERE parent_id = ?``).
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sqlite3
 import tempfile
@@ -39,6 +41,7 @@ from typing import Any
 
 from agcore_lab import Agent, Message, ScriptedModel, SessionManager, SqliteStore
 from agcore_lab.ids import new_id
+from agcore_lab.store._checkpoint_rows import COLUMNS, _validated
 from agcore_lab.store._checkpoints import insert_checkpoint
 from agcore_lab.store.base import SessionRecord
 
@@ -59,6 +62,16 @@ def _best(action: Callable[[], object], repeats: int) -> float:
         start = time.perf_counter()
         action()
         times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _best_cpu(action: Callable[[], object], repeats: int) -> float:
+    """The least CPU time of this process over ``repeats`` runs (steady on a busy machine)."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        action()
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -99,8 +112,20 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
             "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC", (sid,)
         ).fetchall()
 
+    def validated() -> list[Any]:  # the read before issue 16: pydantic validation per row
+        states = {d: json.loads(t) for d, t in conn.execute("SELECT * FROM slot_states")}
+        rows = conn.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM checkpoints WHERE session_id = ? "
+            "ORDER BY ckpt_id DESC",
+            (sid,),
+        ).fetchall()
+        return [_validated(dict(zip(COLUMNS, row, strict=True)), states) for row in rows]
+
     floor = _best(raw, repeats)
     full = _best(lambda: checkpointer.list_checkpoints_sync(sid), repeats)
+    cpu = _best_cpu(lambda: checkpointer.list_checkpoints_sync(sid), repeats)
+    cpu_floor = _best_cpu(raw, repeats)
+    cpu_before = _best_cpu(validated, max(2, repeats // 2))
     middle = listed[count // 2].ckpt_id
     page = _best(lambda: checkpointer.list_checkpoints_sync(sid, limit=50, before=middle), repeats)
     frame = _best(lambda: checkpointer.to_dataframe(sid), repeats)
@@ -120,6 +145,10 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
         f"  list_checkpoints: {full * 1e3:.1f} ms; raw SQL (floor) {floor * 1e3:.2f} ms, "
         f"{full / floor:.1f}x  goal <= {LIST_GOAL_S * 1e3:.0f} ms  {_verdict(ok)}"
     )
+    print(
+        f"    (CPU time: {cpu * 1e3:.1f} ms; raw SQL {cpu_floor * 1e3:.1f} ms; the validated "
+        f"read of before issue 16 {cpu_before * 1e3:.1f} ms, {cpu_before / cpu:.1f}x slower)"
+    )
     print(f"    (one page: limit=50, before= the middle one: {page * 1e3:.2f} ms)")
     print(
         f"    (to_dataframe: {frame * 1e3:.1f} ms; pd.read_sql of the rows {frame_floor * 1e3:.1f}"
@@ -136,8 +165,6 @@ def children(directory: Path, count: int, repeats: int) -> bool:
     """``SessionManager.children`` among ``count`` sessions beside a plain indexed query."""
     store = SqliteStore(directory / "children.db")
     parents = [f"ses_parent{p:03d}" for p in range(10)]
-    with store.transaction():
-        pass
     for parent in parents:
         store.create_session(SessionRecord(session_id=parent, agent_name="bench"))
     for n in range(count - len(parents)):

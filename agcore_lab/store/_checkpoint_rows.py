@@ -1,7 +1,8 @@
 """Reading checkpoint rows back into records, fast: rows the store wrote are not validated again.
 
 Every ``checkpoints`` row was written from a validated :class:`~agcore_lab.store.base.CkptMeta`
-(``insert_checkpoint`` takes nothing else), so a read only checks that each column still has
+(``insert_checkpoint`` takes nothing else), so a read parses its JSON columns with
+pydantic-core's parser and only checks that each column still has
 the type it was written with — one ``type(...) is`` test per column — and builds the records
 directly (:func:`built`, the few assignments pydantic's own constructor makes). A row that
 fails a check (edited by hand, damaged on disk) goes through full validation instead, which
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from agcore_lab.errors import CorruptRecordError
 from agcore_lab.ids import utcnow
@@ -67,11 +69,16 @@ def built(cls: type[M], values: dict[str, Any], fields: set[str] | None = None) 
 
     What ``model_construct`` does for a model without private attributes, extras or
     post-init hooks, minus its per-field default lookups (it is slower than validating).
-    ``fields``: the names of ``values`` when the caller has them as a set already.
+    ``fields``: the names of ``values`` when the caller has them as a set already (shared by
+    the instances of a frozen model: nothing changes it in place, ``model_copy`` copies it).
     """
     record = cls.__new__(cls)
     object.__setattr__(record, "__dict__", values)
-    object.__setattr__(record, "__pydantic_fields_set__", fields.copy() if fields else set(values))
+    if fields is None:
+        fields = set(values)
+    elif not cls.model_config.get("frozen"):
+        fields = fields.copy()  # assignment adds to it; a frozen model's set is only copied
+    object.__setattr__(record, "__pydantic_fields_set__", fields)
     object.__setattr__(record, "__pydantic_extra__", None)
     object.__setattr__(record, "__pydantic_private__", None)
     return record
@@ -148,7 +155,7 @@ _STATE_KEYS = frozenset(
 def _heads(row: Sequence[Any]) -> dict[str, Any]:
     """The row's ``slots_json``: slot id -> [head node, state digest]."""
     try:
-        heads = json.loads(row[15])
+        heads = from_json(row[15])
         if type(heads) is not dict:
             raise TypeError(f"an object was expected, not {type(heads).__name__}")
         return heads
@@ -182,7 +189,7 @@ def _spend(text: object) -> dict[str, ModelSpend]:
     if type(text) is not str:
         raise _Unchecked
     try:
-        stored = json.loads(text)
+        stored = from_json(text)
     except ValueError:
         raise _Unchecked from None
     if type(stored) is not dict:

@@ -61,10 +61,12 @@ def test_a_listing_reads_the_records_a_validated_read_gives(tmp_path: Path) -> N
 
 def test_listed_records_behave_like_validated_ones(tmp_path: Path) -> None:
     manager, sid = _lab(tmp_path / "l.db")
-    meta = manager.store.list_checkpoints(sid, limit=1)[0]
-    copy = meta.model_copy(update={"label": "again"})
+    meta, other = manager.store.list_checkpoints(sid, limit=2)
+    before = set(other.model_fields_set)
+    copy = meta.model_copy(update={"label": "again", "extra_field": 1})
     assert copy.label == "again" and copy.ckpt_id == meta.ckpt_id
-    assert "label" in copy.model_fields_set
+    assert "extra_field" in copy.model_fields_set
+    assert "extra_field" not in meta.model_fields_set and other.model_fields_set == before
     assert CkptMeta.model_validate_json(meta.model_dump_json()).model_dump() == meta.model_dump()
     slot = meta.slots["side"]
     slot.recent_window = 9  # SlotRecord is mutable, as a validated one is
