@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from agcore_lab.aio import run_sync
 from agcore_lab.checks import check_count
+from agcore_lab.engine.checkpoint_frame import checkpoints_dataframe
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
 from agcore_lab.engine.rollback_steps import RollbackSteps
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
@@ -47,28 +48,6 @@ if TYPE_CHECKING:
     from agcore_lab.engine.records import EventKind
 
 __all__ = ["CheckpointNotFoundError", "Checkpointer"]
-
-_FRAME_COLUMNS = [
-    "ckpt_id",
-    "session_id",
-    "parent_ckpt_id",
-    "turn_index",
-    "created_at",
-    "label",
-    "source",
-    "message_count",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cost_usd",
-    "agent_name",
-    "current_slot_id",
-]
-_FRAME_SQL = (
-    "SELECT ckpt_id, session_id, parent_ckpt_id, turn_index, created_at, label, source, "
-    "message_count, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens AS "
-    "total_tokens, cost_usd, agent_name, current_slot_id FROM checkpoints"
-)
 
 
 class Checkpointer(RollbackSteps):
@@ -286,21 +265,7 @@ class Checkpointer(RollbackSteps):
         cost_usd, agent_name, current_slot_id``. Read straight from the ``checkpoints`` table
         by SQL when the store can (``read_dataframe``), else built from the records.
         """
-        import pandas as pd
-
-        read = getattr(self._store, "read_dataframe", None)
-        if read is not None:
-            where, params = ("WHERE session_id = ?", [session_id]) if session_id else ("", [])
-            frame: pd.DataFrame = read(f"{_FRAME_SQL} {where} ORDER BY ckpt_id DESC", params)
-            if frame.empty:
-                return pd.DataFrame([], columns=_FRAME_COLUMNS)
-            frame["created_at"] = pd.to_datetime(frame["created_at"], format="ISO8601", utc=True)
-            return frame
-        rows = [
-            {**m.model_dump(include=set(_FRAME_COLUMNS)), "total_tokens": m.total_tokens}
-            for m in self._store.list_checkpoints(session_id)
-        ]
-        return pd.DataFrame(rows, columns=_FRAME_COLUMNS)
+        return checkpoints_dataframe(self._store, session_id)
 
     # -- time travel ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import uuid
 import pandas as pd
 
 from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
-from agcore_lab.engine.checkpointer import _FRAME_COLUMNS
+from agcore_lab.engine.checkpoint_frame import FRAME_COLUMNS as _FRAME_COLUMNS
 from agcore_lab.store.postgres import PostgresStore
 from agcore_lab.testing.listing_checks import _fields
 

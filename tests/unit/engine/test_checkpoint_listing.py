@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from agcore_lab import Agent, SessionManager
-from agcore_lab.engine.checkpointer import _FRAME_COLUMNS, Checkpointer
+from agcore_lab.engine.checkpoint_frame import FRAME_COLUMNS as _FRAME_COLUMNS
+from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.errors import InvalidInputError, SessionNotFoundError
 
 
