@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from agcore_lab.aio import run_sync
 from agcore_lab.checks import check_count
+from agcore_lab.engine.checkpoint_frame import checkpoints_dataframe
 from agcore_lab.engine.records import CheckpointPreview, PruneReport
 from agcore_lab.engine.rollback_steps import RollbackSteps
 from agcore_lab.engine.snapshot import SessionSnapshot, export_snapshot, import_snapshot
@@ -189,14 +190,40 @@ class Checkpointer(RollbackSteps):
 
     # -- reading ----------------------------------------------------------------------------
 
-    async def list_checkpoints(self, session_id: str) -> list[CkptMeta]:
-        """The session's checkpoints, newest first.
+    async def list_checkpoints(
+        self, session_id: str, *, limit: int | None = None, before: str | int | None = None
+    ) -> list[CkptMeta]:
+        """The session's checkpoints, newest first — all of them, or one page.
+
+        Args:
+            session_id: The session.
+            limit: At most this many (the newest first).
+            before: Page back from here: a checkpoint id (``str``) lists only the checkpoints
+                older than it — pass the last id of one page to get the next — and a turn
+                index (``int``) only those of earlier turns.
 
         Raises:
             SessionNotFoundError: The session is not in the store.
+            InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is neither a
+                checkpoint id nor a turn index.
+
+        Example:
+            >>> from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
+            >>> manager = SessionManager(SqliteStore(":memory:"))
+            >>> sid = manager.create_sync(Agent(name="a", model=ScriptedModel(["ok"] * 5)))
+            >>> for n in range(5):
+            ...     _ = manager.submit_turn_sync(sid, f"turn {n}")
+            >>> page = manager.checkpointer.list_checkpoints_sync(sid, limit=2)
+            >>> [c.turn_index for c in page]
+            [5, 4]
+            >>> older = manager.checkpointer.list_checkpoints_sync(
+            ...     sid, limit=2, before=page[-1].ckpt_id
+            ... )
+            >>> [c.turn_index for c in older]
+            [3, 2]
         """
         self._require_stored(session_id)
-        return self._store.list_checkpoints(session_id)
+        return self._store.list_checkpoints(session_id, limit=limit, before=before)
 
     async def get_checkpoint(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
         """One checkpoint.
@@ -241,30 +268,14 @@ class Checkpointer(RollbackSteps):
         )
 
     def to_dataframe(self, session_id: str | None = None) -> pd.DataFrame:
-        """Checkpoints (of one session or all) as a DataFrame, newest first."""
-        import pandas as pd
+        """Checkpoints (of one session or all) as a DataFrame, newest first.
 
-        columns = [
-            "ckpt_id",
-            "session_id",
-            "parent_ckpt_id",
-            "turn_index",
-            "created_at",
-            "label",
-            "source",
-            "message_count",
-            "prompt_tokens",
-            "completion_tokens",
-            "total_tokens",
-            "cost_usd",
-            "agent_name",
-            "current_slot_id",
-        ]
-        rows = [
-            {**m.model_dump(include=set(columns)), "total_tokens": m.total_tokens}
-            for m in self._store.list_checkpoints(session_id)
-        ]
-        return pd.DataFrame(rows, columns=columns)
+        Columns: ``ckpt_id, session_id, parent_ckpt_id, turn_index, created_at`` (UTC),
+        ``label, source, message_count, prompt_tokens, completion_tokens, total_tokens,
+        cost_usd, agent_name, current_slot_id``. Read straight from the ``checkpoints`` table
+        by SQL when the store can (``read_dataframe``), else built from the records.
+        """
+        return checkpoints_dataframe(self._store, session_id)
 
     # -- time travel ------------------------------------------------------------------------
 
@@ -444,9 +455,11 @@ class Checkpointer(RollbackSteps):
         """Blocking twin of :meth:`checkpoint`."""
         return run_sync(self.checkpoint(session, label))
 
-    def list_checkpoints_sync(self, session_id: str) -> list[CkptMeta]:
+    def list_checkpoints_sync(
+        self, session_id: str, *, limit: int | None = None, before: str | int | None = None
+    ) -> list[CkptMeta]:
         """Blocking twin of :meth:`list_checkpoints`."""
-        return run_sync(self.list_checkpoints(session_id))
+        return run_sync(self.list_checkpoints(session_id, limit=limit, before=before))
 
     def get_checkpoint_sync(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
         """Blocking twin of :meth:`get_checkpoint`."""

@@ -489,7 +489,7 @@ class SessionManager(ManagerFacades, CallOperations):
     async def children(self, parent_id: str) -> list[str]:
         """Ids of the sessions whose parent is ``parent_id``, oldest first."""
         self.require_stored(parent_id)
-        return [r.session_id for r in self.store.list_sessions() if r.parent_id == parent_id]
+        return self.store.child_ids(parent_id)
 
     async def parent(self, child_id: str) -> str | None:
         """The parent's id; ``None`` for a root, or when the parent was destroyed."""

@@ -1,4 +1,4 @@
-"""The manager's one-line façades over its approval and dispatch components.
+"""The manager's one-line façades over its approval, dispatch and checkpoint components.
 
 ``SessionManager`` inherits these so ``manager.resume(...)`` and ``manager.dispatch_all(...)``
 keep working; each only forwards to ``manager.approvals`` or ``manager.dispatcher``, which hold
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agcore_lab.agent.approval import Decision
     from agcore_lab.agent.events import TurnEvent, TurnResult
     from agcore_lab.engine.approvals import Approvals
+    from agcore_lab.engine.checkpointer import Checkpointer
     from agcore_lab.engine.dispatch import Dispatcher
     from agcore_lab.engine.dispatch_types import (
         ChildCreated,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         SubTaskError,
         SubTaskResult,
     )
+    from agcore_lab.store.base import CkptMeta
     from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["ManagerFacades"]
@@ -42,6 +44,28 @@ class ManagerFacades:
 
     approvals: Approvals
     dispatcher: Dispatcher
+    checkpointer: Checkpointer
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    async def list_checkpoints(
+        self, session_id: str, *, limit: int | None = None, before: str | int | None = None
+    ) -> list[CkptMeta]:
+        """The session's checkpoints, newest first, all or one page (see
+        :meth:`Checkpointer.list_checkpoints <agcore_lab.engine.checkpointer.Checkpointer.
+        list_checkpoints>`: ``limit``, and ``before`` a checkpoint id or a turn index).
+
+        Raises:
+            SessionNotFoundError: Unknown session.
+            InvalidInputError: A bad ``limit`` or ``before``.
+        """
+        return await self.checkpointer.list_checkpoints(session_id, limit=limit, before=before)
+
+    def list_checkpoints_sync(
+        self, session_id: str, *, limit: int | None = None, before: str | int | None = None
+    ) -> list[CkptMeta]:
+        """Blocking twin of :meth:`list_checkpoints`."""
+        return run_sync(self.list_checkpoints(session_id, limit=limit, before=before))
 
     # -- approvals ----------------------------------------------------------------------------
 

@@ -28,11 +28,21 @@ async def list_checkpoints(
     ctx: Ctx,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     limit: Annotated[int | None, Query(ge=1, le=500)] = None,
+    before: Annotated[
+        str | None,
+        Query(
+            pattern=ID_PATTERN,
+            description="only the checkpoints older than this one (a ckpt_... id): pass the "
+            "last id of a page to get the next",
+        ),
+    ] = None,
 ) -> Page[CkptMeta]:
-    """The session's checkpoints, newest first."""
+    """The session's checkpoints, newest first (older than ``before`` when given)."""
     start, size = page_bounds(ctx, offset, limit)
     ctx.manager.require_stored(session_id)
-    metas = await ctx.runner.call(ctx.manager.checkpointer.list_checkpoints(session_id))
+    metas = await ctx.runner.call(
+        ctx.manager.checkpointer.list_checkpoints(session_id, before=before)
+    )
     return Page[CkptMeta](
         items=metas[start : start + size], total=len(metas), offset=start, limit=size
     )

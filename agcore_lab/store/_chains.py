@@ -141,7 +141,9 @@ def insert_chain(
     links, renamed = _rehome(conn, new_ids, links) if new_ids else (list(links), {})
     homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
     conn.executemany(
-        "INSERT OR IGNORE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?)",
+        "INSERT OR IGNORE INTO messages (message_id, session_id, parent_id, depth, role, "
+        "content, tool_call_id, tool_name, created_us, extra_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [_row(m, session_id, homes.get(m.id)) for m in messages],
     )
     for message_id, home in homes.items():
@@ -156,7 +158,8 @@ def insert_chain(
                 "chain node exists already or its message is not stored", node_id=message_id
             )
     conn.executemany(
-        "INSERT INTO message_links VALUES (?,?,?,?,?)",
+        "INSERT INTO message_links (node_id, parent_node_id, message_id, depth, session_id) "
+        "VALUES (?, ?, ?, ?, ?)",
         [
             (lk.node_id, lk.parent_node_id, lk.message_id, lk.depth, session_id)
             for lk in links
@@ -289,7 +292,7 @@ def delete_session_chains(conn: sqlite3.Connection, session_id: str) -> None:
     keep = _KEEP_SQL_PG if _postgres(conn) else _KEEP_SQL
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keep(node_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _keep")
-    conn.execute("INSERT OR IGNORE INTO _keep " + keep, (session_id,))
+    conn.execute("INSERT OR IGNORE INTO _keep (node_id) " + keep, (session_id,))
     conn.execute(
         "DELETE FROM message_links WHERE session_id = ? "
         "AND node_id NOT IN (SELECT node_id FROM _keep)",

@@ -14,19 +14,22 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
-from agcore_lab.errors import CorruptRecordError
+from agcore_lab.checks import check_count
+from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
-from agcore_lab.store.pending import state_from_json
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
+    "checkpoint_page",
+    "INSERT_SLOT",
+    "SLOT_COLUMNS",
+    "UPSERT_SLOT",
     "delete_checkpoints",
     "insert_checkpoint",
-    "read_checkpoints",
     "replace_slots",
     "restore_memory",
     "slot_from_row",
@@ -74,8 +77,54 @@ _SLOT_STATE_FIELDS = (
 _SPEND = TypeAdapter(dict[str, ModelSpend])
 
 
+SLOT_COLUMNS = (
+    "session_id",
+    "slot_id",
+    "parent_slot_id",
+    "fork_point",
+    "merge_base",
+    "mode",
+    "head_node_id",
+    "summary_override",
+    "pinned_json",
+    "recent_window",
+    "created_at",
+    "updated_at",
+    "merge_strategy",
+)
+INSERT_SLOT = (
+    f"INSERT INTO slots ({', '.join(SLOT_COLUMNS)}) VALUES ({', '.join('?' * len(SLOT_COLUMNS))})"
+)
+"""The column-named insert of one ``slots`` row (the values of :func:`slot_values`)."""
+UPSERT_SLOT = INSERT_SLOT.replace("INSERT INTO", "INSERT OR REPLACE INTO", 1)
+_CHECKPOINT_COLUMNS = (
+    "session_id",
+    "ckpt_id",
+    "parent_ckpt_id",
+    "turn_index",
+    "created_at",
+    "label",
+    "source",
+    "message_count",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "agent_name",
+    "current_slot_id",
+    "last_summary_turn",
+    "memory_version",
+    "slots_json",
+    "spend_json",
+    "pending_json",
+)
+_INSERT_CHECKPOINT = (
+    f"INSERT INTO checkpoints ({', '.join(_CHECKPOINT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_CHECKPOINT_COLUMNS))})"
+)
+
+
 def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
-    """The row of ``slots`` for ``slot`` in ``session_id``."""
+    """The row of ``slots`` for ``slot`` in ``session_id`` (in :data:`SLOT_COLUMNS` order)."""
     return (
         session_id,
         slot.slot_id,
@@ -116,10 +165,7 @@ def slot_from_row(row: sqlite3.Row) -> SlotRecord:
 def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[SlotRecord]) -> None:
     """Make ``session_id`` have exactly ``slots``."""
     conn.execute("DELETE FROM slots WHERE session_id = ?", (session_id,))
-    conn.executemany(
-        "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [slot_values(s, session_id) for s in slots],
-    )
+    conn.executemany(INSERT_SLOT, [slot_values(s, session_id) for s in slots])
 
 
 def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
@@ -128,7 +174,9 @@ def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
         del state["merge_strategy"]
     text = compact(state)
     digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    conn.execute("INSERT OR IGNORE INTO slot_states VALUES (?, ?)", (digest, text))
+    conn.execute(
+        "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALUES (?, ?)", (digest, text)
+    )
     return digest
 
 
@@ -145,7 +193,7 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     """Insert one checkpoint row (and any slot state not stored yet)."""
     slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
     conn.execute(
-        "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        _INSERT_CHECKPOINT,
         (
             ckpt.session_id,
             ckpt.ckpt_id,
@@ -169,94 +217,33 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     )
 
 
-def _corrupt(row: sqlite3.Row, what: str, exc: BaseException) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"stored checkpoint {row['ckpt_id']!r} cannot be read ({what}: {exc}); the row is left "
-        "as it is (delete it with delete_checkpoints, or restore the file from a backup)",
-        table="checkpoints",
-        key=row["ckpt_id"],
-        session_id=row["session_id"],
-        checkpoint_id=row["ckpt_id"],
-    )
+def checkpoint_page(
+    session_id: str | None, limit: int | None, before: str | int | None
+) -> tuple[str, list[Any], int | None]:
+    """The condition, parameters and limit of one page of a listing (newest first).
 
-
-def _from_row(row: sqlite3.Row, states: dict[str, dict[str, Any]]) -> CkptMeta:
-    # Plain dicts, validated once by pydantic's core (much faster than building the nested
-    # models one by one): the flat columns map onto fields by name, JSON columns are decoded.
-    session_id = row["session_id"]
-    pending = None
-    if row["pending_json"]:
-        pending = state_from_json(
-            row["pending_json"],
-            table="checkpoints",
-            key=row["ckpt_id"],
-            session_id=session_id,
-            checkpoint_id=row["ckpt_id"],
+    Raises:
+        InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is neither a checkpoint
+            id (``str``) nor a turn index (``int``).
+    """
+    limit = check_count(limit, "limit", optional=True)
+    conditions: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if session_id:  # as before paging: None (or "") lists every session's
+        conditions.append("session_id = ?")
+        params.append(session_id)
+    if isinstance(before, str):
+        conditions.append("ckpt_id < ?")
+        params.append(before)
+    elif isinstance(before, int) and not isinstance(before, bool):
+        conditions.append("turn_index < ?")
+        params.append(before)
+    elif before is not None:
+        raise InvalidInputError(
+            "before must be a checkpoint id (str: the checkpoints older than it) or a turn "
+            f"index (int: the checkpoints of earlier turns), got {type(before).__name__}"
         )
-    try:
-        slots = {
-            slot_id: {
-                "session_id": session_id,
-                "slot_id": slot_id,
-                "head_node_id": head,
-                **states[d],
-            }
-            for slot_id, (head, d) in json.loads(row["slots_json"]).items()
-        }
-        spend = {
-            model: {
-                "usage": {"prompt_tokens": p, "completion_tokens": c, "requests": r},
-                "cost": cost,
-            }
-            for model, (p, c, r, cost) in json.loads(row["spend_json"]).items()
-        }
-        return CkptMeta.model_validate(
-            {**dict(row), "slots": slots, "spend": spend, "pending": pending}
-        )
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
-        )
-        raise _corrupt(row, "invalid fields", ValueError(problems)) from exc
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise _corrupt(row, "invalid slots or spend JSON", exc) from exc
-
-
-def _slot_digests(row: sqlite3.Row) -> set[str]:
-    try:
-        return {d for _, d in json.loads(row["slots_json"]).values()}
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise _corrupt(row, "invalid slots JSON", exc) from exc
-
-
-def read_checkpoints(
-    conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
-) -> list[CkptMeta]:
-    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
-    sql = f"SELECT * FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
-    cursor = conn.execute(
-        sql if limit is None else sql + " LIMIT ?",
-        tuple(params) if limit is None else (*params, limit),
-    )
-    cursor.row_factory = sqlite3.Row
-    rows = cursor.fetchall()
-    digests = {d for r in rows for d in _slot_digests(r)}
-    states: dict[str, dict[str, Any]] = {}
-    for digest in digests:
-        found = conn.execute(
-            "SELECT state_json FROM slot_states WHERE state_hash = ?", (digest,)
-        ).fetchone()
-        if found is None:
-            continue  # the checkpoint naming it is reported by _from_row
-        try:
-            states[digest] = json.loads(found[0])
-        except ValueError as exc:
-            raise CorruptRecordError(
-                f"stored slot state {digest!r} is not valid JSON: {exc}",
-                table="slot_states",
-                key=digest,
-            ) from exc
-    return [_from_row(r, states) for r in rows]
+    return " AND ".join(conditions), params, limit
 
 
 def delete_checkpoints(
@@ -306,12 +293,14 @@ def restore_memory(
         if key in wanted:
             value, metadata, created = wanted[key]
             conn.execute(
-                "INSERT INTO memory_log VALUES (?,?,?,?,?,?,?,0)",
+                "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, "
+                "created_at, updated_at, deleted) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                 (target.session_id, latest, key, value, metadata, created, now),
             )
         else:
             conn.execute(
-                "INSERT INTO memory_log VALUES (?,?,?,NULL,'{}',?,?,1)",
+                "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, "
+                "created_at, updated_at, deleted) VALUES (?, ?, ?, NULL, '{}', ?, ?, 1)",
                 (target.session_id, latest, key, now, now),
             )
     return int(latest)

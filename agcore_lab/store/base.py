@@ -234,6 +234,11 @@ class Store(Protocol):
         """All sessions, oldest first."""
         ...
 
+    def child_ids(self, session_id: str) -> list[str]:
+        """Ids of the sessions whose parent is ``session_id``, oldest first (an indexed read;
+        an unknown id has none)."""
+        ...
+
     def delete_session(self, session_id: str, *, expected_version: int | None = None) -> bool:
         """Remove a session with its messages, links, slots and memory; ``False`` if absent.
 
@@ -349,9 +354,20 @@ class Store(Protocol):
         ...
 
     def list_checkpoints(
-        self, session_id: str | None = None, *, limit: int | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        limit: int | None = None,
+        before: str | int | None = None,
     ) -> list[CkptMeta]:
-        """Checkpoints of a session (or of all sessions), newest first; at most ``limit``."""
+        """Checkpoints of a session (or of all sessions), newest first; at most ``limit``.
+
+        ``before`` pages back: a checkpoint id (``str``) keeps only older checkpoints, a turn
+        index (``int``) only those of earlier turns.
+
+        Raises:
+            InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is of another type.
+        """
         ...
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:

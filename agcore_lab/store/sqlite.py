@@ -42,10 +42,13 @@ from agcore_lab.store._chains import (
     read_chain,
 )
 from agcore_lab.store._changes import log_change, read_changes
+from agcore_lab.store._checkpoint_rows import read_checkpoints
 from agcore_lab.store._checkpoints import (
+    INSERT_SLOT,
+    UPSERT_SLOT,
+    checkpoint_page,
     delete_checkpoints,
     insert_checkpoint,
-    read_checkpoints,
     replace_slots,
     restore_memory,
     slot_from_row,
@@ -138,10 +141,7 @@ class SqliteStore(SqliteConnection):
             if stored_version(conn, record.session_id) is not None:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
             insert_session(conn, record)
-            conn.executemany(
-                "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [slot_values(slot, record.session_id) for slot in slots],
-            )
+            conn.executemany(INSERT_SLOT, [slot_values(slot, record.session_id) for slot in slots])
             log_change(conn, record.session_id, "created", self._origin)
             if checkpoint is not None:
                 insert_checkpoint(conn, checkpoint)
@@ -169,6 +169,15 @@ class SqliteStore(SqliteConnection):
             with decoding("sessions", row["session_id"]):
                 records.append(session_from_row(row))
         return records
+
+    def child_ids(self, session_id: str) -> list[str]:
+        """Ids of the sessions whose parent is ``session_id``, oldest first (the
+        ``sessions_parent`` index; an unknown id has none)."""
+        rows = self._read(
+            "SELECT session_id FROM sessions WHERE parent_id = ? ORDER BY created_at, session_id",
+            (session_id,),
+        )
+        return [row[0] for row in rows]
 
     def session_version(self, session_id: str) -> int | None:
         """The stored version of a session, or ``None`` (one indexed read)."""
@@ -270,8 +279,7 @@ class SqliteStore(SqliteConnection):
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
-                "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [slot_values(follow_renamed(slot, renamed), sid) for slot in slots],
+                UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
             log_change(conn, sid, change, self._origin)
             return version
@@ -305,10 +313,16 @@ class SqliteStore(SqliteConnection):
             log_change(conn, ckpt.session_id, "checkpoint", self._origin, ckpt_id=ckpt.ckpt_id)
 
     def list_checkpoints(
-        self, session_id: str | None = None, *, limit: int | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        limit: int | None = None,
+        before: str | int | None = None,
     ) -> list[CkptMeta]:
-        """Checkpoints of one session (or all), newest first; at most ``limit`` of them."""
-        where, params = ("session_id = ?", [session_id]) if session_id else ("1 = 1", [])
+        """Checkpoints of one session (or all), newest first; at most ``limit`` of them, and
+        only those older than checkpoint ``before`` (an id) or of turns before ``before`` (an
+        int) when given."""
+        where, params, limit = checkpoint_page(session_id, limit, before)
         return self._locked_read(
             lambda conn: read_checkpoints(conn, where, params, limit), "checkpoints", session_id
         )

@@ -56,6 +56,7 @@ from agcore_lab.testing.checkpoint_checks import (
     check_pending_expiry_on_list,
     check_restore_checkpoint,
 )
+from agcore_lab.testing.listing_checks import check_checkpoint_pages, check_child_ids
 from agcore_lab.testing.memory_checks import (
     check_memory_json_values,
     check_memory_keeps_created_at,
@@ -354,6 +355,8 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_restore_checkpoint,
         check_pending_compare_and_set,
         check_pending_expiry_on_list,
+        check_checkpoint_pages,
+        check_child_ids,
     ]
 }
 """Every check by name, in the order they run."""

@@ -70,3 +70,18 @@ def test_unknown_checkpoints_are_404_and_another_sessions_400(lab: Lab, client: 
         assert_problem(method(f"/sessions/{a}/checkpoints/ckpt_missing{path}"), 404)
         assert_problem(method(f"/sessions/{a}/checkpoints/{theirs}{path}"), 400, "invalid-input")
     assert_problem(client.get("/sessions/ses_missing/checkpoints"), 404)
+
+
+def test_list_pages_back_with_before(lab: Lab, client: TestClient) -> None:
+    sid = _finished(lab, client)
+    for label in ("a", "b", "c"):
+        assert client.post(f"/sessions/{sid}/checkpoints", json={"label": label}).status_code == 201
+    full = client.get(f"/sessions/{sid}/checkpoints").json()["items"]
+    first = client.get(f"/sessions/{sid}/checkpoints", params={"limit": 2}).json()
+    assert [c["ckpt_id"] for c in first["items"]] == [c["ckpt_id"] for c in full[:2]]
+    cursor = first["items"][-1]["ckpt_id"]
+    older = client.get(f"/sessions/{sid}/checkpoints", params={"before": cursor}).json()
+    assert [c["ckpt_id"] for c in older["items"]] == [c["ckpt_id"] for c in full[2:]]
+    assert older["total"] == len(full) - 2
+    bad = client.get(f"/sessions/{sid}/checkpoints", params={"before": "no spaces allowed"})
+    assert bad.status_code in (400, 422)

@@ -1,0 +1,62 @@
+"""Checkpoints as a pandas DataFrame: read by SQL from the store's table, or built from records.
+
+``Checkpointer.to_dataframe`` is this. A store with ``read_dataframe`` (both backends) gives
+the frame straight from its ``checkpoints`` table — as fast as ``pd.read_sql`` — and any other
+``Store`` gets the same columns and dtypes built from ``list_checkpoints``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agcore_lab.store.base import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FRAME_COLUMNS", "checkpoints_dataframe"]
+
+FRAME_COLUMNS = [
+    "ckpt_id",
+    "session_id",
+    "parent_ckpt_id",
+    "turn_index",
+    "created_at",
+    "label",
+    "source",
+    "message_count",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost_usd",
+    "agent_name",
+    "current_slot_id",
+]
+_FRAME_SQL = (
+    "SELECT ckpt_id, session_id, parent_ckpt_id, turn_index, created_at, label, source, "
+    "message_count, prompt_tokens, completion_tokens, prompt_tokens + completion_tokens AS "
+    "total_tokens, cost_usd, agent_name, current_slot_id FROM checkpoints"
+)
+
+
+def checkpoints_dataframe(store: Store, session_id: str | None = None) -> pd.DataFrame:
+    """The checkpoints of ``session_id`` (or of every session), newest first, one per row.
+
+    Columns: :data:`FRAME_COLUMNS` (``created_at`` in UTC, ``total_tokens`` = prompt +
+    completion).
+    """
+    import pandas as pd  # lazy: keep `import agcore_lab` fast
+
+    read = getattr(store, "read_dataframe", None)
+    if read is not None:
+        where, params = ("WHERE session_id = ?", [session_id]) if session_id else ("", [])
+        frame: pd.DataFrame = read(f"{_FRAME_SQL} {where} ORDER BY ckpt_id DESC", params)
+        if frame.empty:
+            return pd.DataFrame([], columns=FRAME_COLUMNS)
+        frame["created_at"] = pd.to_datetime(frame["created_at"], format="ISO8601", utc=True)
+        return frame
+    rows = [
+        {**m.model_dump(include=set(FRAME_COLUMNS)), "total_tokens": m.total_tokens}
+        for m in store.list_checkpoints(session_id)
+    ]
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS)

@@ -1,0 +1,103 @@
+"""Checkpoint rows read back without a validation per row: the same records as a validated
+read, records that behave like validated ones, and damaged rows still named."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.errors import CorruptRecordError
+from agcore_lab.store._checkpoint_rows import COLUMNS, _validated
+from agcore_lab.store.base import CkptMeta, SlotMode
+from agcore_lab.testing.listing_checks import _fields
+
+
+def _lab(path: Path) -> tuple[SessionManager, str]:
+    manager = SessionManager(SqliteStore(path))
+    agent = Agent(name="a", model=ScriptedModel([f"reply {n}" for n in range(20)]))
+    sid = manager.create_sync(agent)
+    manager.submit_turn_sync(sid, "one")
+    session = manager.get_sync(sid)
+    session.fork_slot_sync("side", switch=True, strategy="summarize")
+    session.set_slot_mode_sync(SlotMode.Focused, recent_window=4, summary_override="so far")
+    manager.submit_turn_sync(sid, "two")
+    session.pin_message_sync(session.current_slot.messages[0].id)
+    manager.checkpoint_sync(sid, label="labelled")
+    manager.submit_turn_sync(sid, "three")
+    return manager, sid
+
+
+def _validated_listing(store: SqliteStore, sid: str) -> list[CkptMeta]:
+    rows = store.connection.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC",
+        (sid,),
+    ).fetchall()
+    states = {
+        digest: json.loads(text)
+        for digest, text in store.connection.execute("SELECT * FROM slot_states")
+    }
+    return [_validated(dict(zip(COLUMNS, row, strict=True)), states) for row in rows]
+
+
+def test_a_listing_reads_the_records_a_validated_read_gives(tmp_path: Path) -> None:
+    manager, sid = _lab(tmp_path / "l.db")
+    store = manager.store
+    assert isinstance(store, SqliteStore)
+    listed = store.list_checkpoints(sid)
+    expected = _validated_listing(store, sid)
+    assert len(listed) == 5 and {len(c.slots) for c in listed} == {1, 2}
+    assert [_fields(c) for c in listed] == [_fields(c) for c in expected]
+    side = listed[0].slots["side"]
+    assert side.mode is SlotMode.Focused and side.pinned_ids and side.merge_strategy
+    assert listed[0].created_at.utcoffset() is not None
+    assert listed[0].spend["scripted"].usage.requests == 3  # three turns
+    assert gc.isenabled()  # the collector is on again after a listing
+
+
+def test_listed_records_behave_like_validated_ones(tmp_path: Path) -> None:
+    manager, sid = _lab(tmp_path / "l.db")
+    meta, other = manager.store.list_checkpoints(sid, limit=2)
+    before = set(other.model_fields_set)
+    copy = meta.model_copy(update={"label": "again", "extra_field": 1})
+    assert copy.label == "again" and copy.ckpt_id == meta.ckpt_id
+    assert "extra_field" in copy.model_fields_set
+    assert "extra_field" not in meta.model_fields_set and other.model_fields_set == before
+    assert CkptMeta.model_validate_json(meta.model_dump_json()).model_dump() == meta.model_dump()
+    slot = meta.slots["side"]
+    slot.recent_window = 9  # SlotRecord is mutable, as a validated one is
+    assert slot.recent_window == 9 and "recent_window" in slot.model_fields_set
+    with pytest.raises(ValueError):
+        meta.label = "frozen"  # type: ignore[misc]
+    got = manager.store.get_checkpoint(meta.ckpt_id)
+    assert got is not None and _fields(got) == _fields(manager.store.list_checkpoints(sid)[0])
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ("turn_index = 'three'", "turn_index"),
+        ("cost_usd = 'free'", "cost_usd"),
+        ("source = 'elsewhere'", "source"),
+        ("spend_json = '{\"scripted\": [1, 2]}'", "spend"),
+    ],
+)
+def test_a_row_of_the_wrong_type_is_validated_and_named(
+    tmp_path: Path, change: str, named: str
+) -> None:
+    path = tmp_path / "l.db"
+    manager, sid = _lab(path)
+    newest = manager.store.list_checkpoints(sid, limit=1)[0].ckpt_id
+    raw = sqlite3.connect(path)
+    raw.execute(f"UPDATE checkpoints SET {change} WHERE ckpt_id = ?", (newest,))
+    raw.commit()
+    raw.close()
+    with pytest.raises(CorruptRecordError) as caught:
+        SqliteStore(path).list_checkpoints(sid)
+    assert caught.value.to_problem()["key"] == newest
+    assert named in str(caught.value) or "spend JSON" in str(caught.value)
+    assert len(SqliteStore(path).list_checkpoints(sid, before=newest)) == 4  # the rest reads
