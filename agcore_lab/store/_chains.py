@@ -21,10 +21,24 @@ from typing import Any
 
 from agcore_lab.errors import StorageError
 from agcore_lab.ids import new_id
-from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
+from agcore_lab.llm.messages import (
+    AssistantMessage,
+    Message,
+    MessageAdapter,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from agcore_lab.store._trusted import trusted
 from agcore_lab.store.base import LinkRecord, SlotRecord
 
-__all__ = ["delete_session_chains", "follow_renamed", "insert_chain", "read_chain"]
+__all__ = [
+    "delete_session_chains",
+    "follow_renamed",
+    "insert_chain",
+    "read_chain",
+    "read_chain_tail",
+]
 
 _COLUMNS = {"id", "role", "content", "created_at"}
 _TOOL_COLUMNS = {"tool_call_id", "name"}
@@ -57,7 +71,29 @@ def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[An
     )
 
 
+_KINDS: dict[str, type[Message]] = {
+    "system": SystemMessage,
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "tool": ToolMessage,
+}
+
+
 def _message(row: sqlite3.Row) -> Message:
+    if not row["extra_json"]:
+        # Flat columns only: the row's own values in their fields' types, built without a
+        # validation pass (they were validated on the way in; see store/_trusted.py).
+        fields: dict[str, Any] = {
+            "id": row["message_id"],
+            "role": row["role"],
+            "content": row["content"],
+            "created_at": _EPOCH + timedelta(microseconds=row["created_us"]),
+        }
+        if row["role"] == "tool":
+            fields.update(tool_call_id=row["tool_call_id"], name=row["tool_name"])
+        kind = _KINDS.get(row["role"])
+        if kind is not None and (row["content"] is not None or kind is AssistantMessage):
+            return trusted(kind, fields)
     data: dict[str, Any] = json.loads(row["extra_json"]) if row["extra_json"] else {}
     data.update(
         id=row["message_id"],
@@ -215,18 +251,72 @@ def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRe
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
     cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
     cursor.row_factory = sqlite3.Row
-    return [
-        (
-            LinkRecord(
-                node_id=r["node_id"],
-                parent_node_id=r["chain_parent"],
-                message_id=r["message_id"],
-                depth=r["chain_depth"],
-            ),
-            _message(r),
-        )
-        for r in cursor.fetchall()
-    ]
+    return [_entry(r) for r in cursor.fetchall()]
+
+
+def _entry(row: sqlite3.Row) -> tuple[LinkRecord, Message]:
+    message = _message(row)
+    node_id = row["node_id"]
+    link = {
+        "node_id": message.id if node_id == message.id else node_id,  # one string, not two
+        "parent_node_id": row["chain_parent"],
+        "message_id": message.id,
+        "depth": row["chain_depth"],
+    }
+    return trusted(LinkRecord, link), message
+
+
+# The newest ``?2`` nodes of a chain: the same walk up, counting steps (``n``) and stopping at
+# the limit, so a live session reads only the part of a chain it does not hold already.
+_TAIL_SQL = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth, n) AS (
+    SELECT message_id, parent_id, message_id, depth, 1
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth, 1 FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT m.message_id, m.parent_id, m.message_id, m.depth, c.n + 1
+        FROM chain c JOIN messages m ON m.message_id = c.parent_id WHERE c.n < ?2
+    UNION ALL
+    SELECT l.node_id, l.parent_node_id, l.message_id, l.depth, c.n + 1
+        FROM chain c JOIN message_links l ON l.node_id = c.parent_id WHERE c.n < ?2
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+_TAIL_SQL_PG = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth, n) AS (
+    SELECT message_id, parent_id, message_id, depth, 1
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth, 1 FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT up.node_id, up.parent_id, up.message_id, up.depth, c.n + 1
+    FROM chain c CROSS JOIN LATERAL (
+        SELECT m.message_id AS node_id, m.parent_id, m.message_id, m.depth
+            FROM messages m WHERE m.message_id = c.parent_id
+        UNION ALL
+        SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
+            FROM message_links l WHERE l.node_id = c.parent_id
+    ) up WHERE c.n < ?2
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+
+def read_chain_tail(
+    conn: sqlite3.Connection, head_node_id: str, limit: int
+) -> list[tuple[LinkRecord, Message]]:
+    """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first; the
+    first one's ``parent_node_id`` says where the rest of the chain continues."""
+    sql = _TAIL_SQL_PG if _postgres(conn) else _TAIL_SQL
+    cursor = conn.execute(sql, (head_node_id, limit))
+    cursor.row_factory = sqlite3.Row
+    return [_entry(r) for r in cursor.fetchall()]
 
 
 # The nodes of a session (its messages' homes and its links), and the nodes of *other* sessions'

@@ -1,0 +1,58 @@
+"""Records built from the store's own rows without a validation pass.
+
+A row the store wrote was validated on the way in (the model it came from), so reading it
+back needs no second check: :func:`trusted` fills a pydantic model's fields directly — the
+given values plus the field defaults — about 2.5x faster than validating, which is what makes
+loading a long history cost little more than fetching its rows. Only for values in the exact
+types of the model's fields (a ``datetime`` for a ``datetime`` field, a ``tuple`` for a
+tuple), as a validation would have made them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["trusted"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_DEFAULTS: dict[
+    type[BaseModel], tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]
+] = {}
+
+
+def _defaults(
+    cls: type[BaseModel],
+) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        plain: dict[str, Any] = {}
+        factories: list[tuple[str, Callable[[], Any]]] = []
+        for name, field in cls.model_fields.items():
+            if field.default_factory is not None:
+                factories.append((name, field.default_factory))  # type: ignore[arg-type]
+            elif not field.is_required():
+                plain[name] = field.default
+        found = _DEFAULTS[cls] = (plain, tuple(factories))
+    return found
+
+
+def trusted(cls: type[M], fields: dict[str, Any]) -> M:
+    """A ``cls`` holding ``fields`` (and the defaults of the others), with no validation.
+
+    ``model_fields_set`` is the given fields, as after a validation of the same dict.
+    """
+    plain, factories = _defaults(cls)
+    values = {**plain, **fields}
+    for name, factory in factories:
+        if name not in fields:
+            values[name] = factory()
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
