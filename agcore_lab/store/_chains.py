@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,7 +29,7 @@ from agcore_lab.llm.messages import (
     ToolMessage,
     UserMessage,
 )
-from agcore_lab.store._trusted import trusted
+from agcore_lab.store._trusted import build_all, trusted
 from agcore_lab.store.base import LinkRecord, SlotRecord
 
 __all__ = [
@@ -80,29 +80,43 @@ _KINDS: dict[str, type[Message]] = {
 
 
 def _message(row: sqlite3.Row) -> Message:
-    if not row["extra_json"]:
+    return _built(
+        row["message_id"],
+        row["role"],
+        row["content"],
+        row["tool_call_id"],
+        row["tool_name"],
+        row["created_us"],
+        row["extra_json"],
+    )
+
+
+def _built(
+    message_id: str,
+    role: str,
+    content: str | None,
+    tool_call_id: str | None,
+    tool_name: str | None,
+    created_us: int,
+    extra_json: str | None,
+) -> Message:
+    fields: dict[str, Any] = {
+        "id": message_id,
+        "role": role,
+        "content": content,
+        "created_at": _EPOCH + timedelta(microseconds=created_us),
+    }
+    if role == "tool":
+        fields.update(tool_call_id=tool_call_id, name=tool_name)
+    if not extra_json:
         # Flat columns only: the row's own values in their fields' types, built without a
         # validation pass (they were validated on the way in; see store/_trusted.py).
-        fields: dict[str, Any] = {
-            "id": row["message_id"],
-            "role": row["role"],
-            "content": row["content"],
-            "created_at": _EPOCH + timedelta(microseconds=row["created_us"]),
-        }
-        if row["role"] == "tool":
-            fields.update(tool_call_id=row["tool_call_id"], name=row["tool_name"])
-        kind = _KINDS.get(row["role"])
-        if kind is not None and (row["content"] is not None or kind is AssistantMessage):
+        kind = _KINDS.get(role)
+        if kind is not None and (content is not None or kind is AssistantMessage):
             return trusted(kind, fields)
-    data: dict[str, Any] = json.loads(row["extra_json"]) if row["extra_json"] else {}
-    data.update(
-        id=row["message_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=_EPOCH + timedelta(microseconds=row["created_us"]),
-    )
-    if row["role"] == "tool":
-        data.update(tool_call_id=row["tool_call_id"], name=row["tool_name"])
+        return MessageAdapter.validate_python(fields)
+    data: dict[str, Any] = json.loads(extra_json)
+    data.update(fields)
     return MessageAdapter.validate_python(data)
 
 
@@ -250,20 +264,42 @@ def _postgres(conn: object) -> bool:
 def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
     cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
-    cursor.row_factory = sqlite3.Row
-    return [_entry(r) for r in cursor.fetchall()]
+    return build_all(cursor.fetchall(), _entries(cursor))
 
 
-def _entry(row: sqlite3.Row) -> tuple[LinkRecord, Message]:
-    message = _message(row)
-    node_id = row["node_id"]
-    link = {
-        "node_id": message.id if node_id == message.id else node_id,  # one string, not two
-        "parent_node_id": row["chain_parent"],
-        "message_id": message.id,
-        "depth": row["chain_depth"],
-    }
-    return trusted(LinkRecord, link), message
+_ENTRY_COLUMNS = (
+    "node_id",
+    "chain_parent",
+    "chain_depth",
+    "message_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_name",
+    "created_us",
+    "extra_json",
+)
+
+
+def _entries(cursor: Any) -> Callable[[Sequence[Any]], tuple[LinkRecord, Message]]:
+    """A builder of chain entries from the rows of ``cursor`` (plain tuples on SQLite),
+    reading the columns by position, found once by name."""
+    names = getattr(cursor, "columns", None) or [d[0] for d in cursor.description]
+    at = {name: i for i, name in enumerate(names)}
+    node, parent, depth, *message = (at[name] for name in _ENTRY_COLUMNS)
+
+    def entry(row: Sequence[Any]) -> tuple[LinkRecord, Message]:
+        built = _built(*(row[i] for i in message))
+        node_id = row[node]
+        link = {
+            "node_id": built.id if node_id == built.id else node_id,  # one string, not two
+            "parent_node_id": row[parent],
+            "message_id": built.id,
+            "depth": row[depth],
+        }
+        return trusted(LinkRecord, link), built
+
+    return entry
 
 
 # The newest ``?2`` nodes of a chain: the same walk up, counting steps (``n``) and stopping at
@@ -315,8 +351,7 @@ def read_chain_tail(
     first one's ``parent_node_id`` says where the rest of the chain continues."""
     sql = _TAIL_SQL_PG if _postgres(conn) else _TAIL_SQL
     cursor = conn.execute(sql, (head_node_id, limit))
-    cursor.row_factory = sqlite3.Row
-    return [_entry(r) for r in cursor.fetchall()]
+    return build_all(cursor.fetchall(), _entries(cursor))
 
 
 # The nodes of a session (its messages' homes and its links), and the nodes of *other* sessions'

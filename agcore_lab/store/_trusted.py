@@ -10,14 +10,17 @@ tuple), as a validation would have made them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["trusted"]
+__all__ = ["build_all", "trusted"]
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+T = TypeVar("T")
 
 _DEFAULTS: dict[
     type[BaseModel], tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]
@@ -56,3 +59,20 @@ def trusted(cls: type[M], fields: dict[str, Any]) -> M:
     object.__setattr__(model, "__pydantic_extra__", None)
     object.__setattr__(model, "__pydantic_private__", None)
     return model
+
+
+def build_all(rows: Iterable[R], build: Callable[[R], T]) -> list[T]:
+    """``[build(row) for row in rows]`` with the cyclic garbage collector paused.
+
+    Records built from rows hold no reference cycles, yet each collection triggered while
+    thousands of them pile up re-scans all of them: at 20,000 messages that doubled the time
+    of a load. The collector is switched back on at once (if it was on), so the records are
+    scanned once, later, like any others.
+    """
+    if not gc.isenabled():
+        return [build(row) for row in rows]
+    gc.disable()
+    try:
+        return [build(row) for row in rows]
+    finally:
+        gc.enable()
