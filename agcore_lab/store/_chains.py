@@ -71,6 +71,11 @@ def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[An
     )
 
 
+# One set of given fields for all messages (and links) read from plain rows (see trusted()).
+_MESSAGE_SET = {"id", "role", "content", "created_at"}
+_TOOL_SET = _MESSAGE_SET | {"tool_call_id", "name"}
+_LINK_SET = {"node_id", "parent_node_id", "message_id", "depth"}
+
 _KINDS: dict[str, type[Message]] = {
     "system": SystemMessage,
     "user": UserMessage,
@@ -113,7 +118,7 @@ def _built(
         # validation pass (they were validated on the way in; see store/_trusted.py).
         kind = _KINDS.get(role)
         if kind is not None and (content is not None or kind is AssistantMessage):
-            return trusted(kind, fields)
+            return trusted(kind, fields, _TOOL_SET if role == "tool" else _MESSAGE_SET)
         return MessageAdapter.validate_python(fields)
     data: dict[str, Any] = json.loads(extra_json)
     data.update(fields)
@@ -297,7 +302,7 @@ def _entries(cursor: Any) -> Callable[[Sequence[Any]], tuple[LinkRecord, Message
             "message_id": built.id,
             "depth": row[depth],
         }
-        return trusted(LinkRecord, link), built
+        return trusted(LinkRecord, link, _LINK_SET), built
 
     return entry
 

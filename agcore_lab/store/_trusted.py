@@ -43,10 +43,13 @@ def _defaults(
     return found
 
 
-def trusted(cls: type[M], fields: dict[str, Any]) -> M:
+def trusted(cls: type[M], fields: dict[str, Any], fields_set: set[str] | None = None) -> M:
     """A ``cls`` holding ``fields`` (and the defaults of the others), with no validation.
 
-    ``model_fields_set`` is the given fields, as after a validation of the same dict.
+    ``model_fields_set`` is the given fields, as after a validation of the same dict. A caller
+    building many records of a frozen model may pass one ``fields_set`` for all of them
+    (nothing changes the set of a frozen model: ``model_copy`` copies it first), which saves
+    a set per record — a fifth of a message's memory.
     """
     plain, factories = _defaults(cls)
     values = {**plain, **fields}
@@ -54,11 +57,14 @@ def trusted(cls: type[M], fields: dict[str, Any]) -> M:
         if name not in fields:
             values[name] = factory()
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(fields) if fields_set is None else fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
     return model
+
+
+_set = object.__setattr__
 
 
 def build_all(rows: Iterable[R], build: Callable[[R], T]) -> list[T]:

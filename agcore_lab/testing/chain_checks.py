@@ -64,6 +64,12 @@ def check_chain_read_back(store: Store) -> None:
         expect_equal(type(got), type(want), f"the type of {want.id}")
         expect_equal(got.model_dump(), want.model_dump(), f"the fields of {want.id}")
         expect_equal(got.token_estimate, want.token_estimate, f"token estimate of {want.id}")
+    first, second = chain[1][1], chain[2][1]
+    fields = set(second.model_fields_set)
+    changed = first.model_copy(update={"metadata": {"edited": True}})
+    expect_equal(changed.metadata, {"edited": True}, "a copy of a loaded message")
+    expect_equal(first.metadata, {}, "the loaded message after a copy of it changed")
+    expect_equal(second.model_fields_set, fields, "another loaded message after a copy changed")
 
 
 def check_chain_tail(store: Store) -> None:

@@ -204,3 +204,16 @@ def test_chain_position_knows_only_what_it_can_prove() -> None:
     assert other.chain_nodes is None and other.chain_position(links[0].node_id, 0) is None
     slot.messages.append(UserMessage(content="changed behind the slot's back"))
     assert slot.chain_position(links[0].node_id, 0) is None  # the head no longer matches
+
+
+def test_preview_reads_the_newest_messages_only(manager: SessionManager) -> None:
+    sid = manager.create_sync(agent())
+    _turns(manager, sid, 30)
+    manager.get_sync(sid).fork_slot_sync("side")
+    ckpt = manager.checkpoint_sync(sid)
+    reads = Reads(manager.store)  # type: ignore[arg-type]
+    preview = manager.checkpointer.preview_sync(ckpt)
+    assert preview.slots == {"main": 60, "side": 60}
+    assert [m.text for m in preview.last_messages][-2:] == ["turn 29", "[scripted] turn 29"]
+    assert len(preview.last_messages) == 5
+    assert not reads.whole and reads.messages == 5 + 1
