@@ -291,8 +291,7 @@ async def main_async(turns: int, fork_turns: int, repeats: int, tmp: Path) -> bo
     peer_text = (
         f"LangGraph get_state at 1,000 turns {_ms(peer)}"
         if peer is not None
-        else "LangGraph not installed: peer skipped (pip install langgraph "
-        "langgraph-checkpoint-sqlite)"
+        else "LangGraph not installed: peer skipped (pip install -e '.[bench-peers]')"
     )
     worst = max(roll.values())
     checks.append(worst <= 0.010)
