@@ -76,6 +76,7 @@ _MESSAGE_SET = {"id", "role", "content", "created_at"}
 _TOOL_SET = _MESSAGE_SET | {"tool_call_id", "name"}
 _LINK_SET = {"node_id", "parent_node_id", "message_id", "depth"}
 
+_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _KINDS: dict[str, type[Message]] = {
     "system": SystemMessage,
     "user": UserMessage,
@@ -105,6 +106,7 @@ def _built(
     created_us: int,
     extra_json: str | None,
 ) -> Message:
+    role = _ROLES.get(role, role)  # one string per role, not one per row
     fields: dict[str, Any] = {
         "id": message_id,
         "role": role,
