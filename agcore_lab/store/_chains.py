@@ -271,7 +271,7 @@ def _postgres(conn: object) -> bool:
 def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
     cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
-    return build_all(cursor.fetchall(), _entries(cursor))
+    return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
 
 
 _ENTRY_COLUMNS = (
@@ -358,7 +358,7 @@ def read_chain_tail(
     first one's ``parent_node_id`` says where the rest of the chain continues."""
     sql = _TAIL_SQL_PG if _postgres(conn) else _TAIL_SQL
     cursor = conn.execute(sql, (head_node_id, limit))
-    return build_all(cursor.fetchall(), _entries(cursor))
+    return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
 
 
 # The nodes of a session (its messages' homes and its links), and the nodes of *other* sessions'
