@@ -139,8 +139,18 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         *,
         store: Store | None = None,
         bundle: RuntimeBundle | None = None,
+        reuse: AgentSession | None = None,
     ) -> AgentSession:
         """Rebuild a stored session (after a kernel restart, or in another process).
+
+        Args:
+            session_id: The session.
+            agent: The agent to run it.
+            store: Where it lives (or give ``bundle``).
+            bundle: The services it uses.
+            reuse: A live session whose messages the loaded one may share where their
+                chains meet — a fork's parent — so only the rest is read (ignored when it
+                lives in another store).
 
         Raises:
             SessionNotFoundError: No session with that id in the store.
@@ -154,7 +164,8 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         self._lock = CrossLoopLock()
         self._holder = None
         self._lease = None
-        self.restore(record)
+        shared = reuse is not None and reuse.store is bundle.store
+        self.restore(record, reuse=reuse.slots.values() if shared and reuse else ())
         return self
 
     # -- persistence ------------------------------------------------------------------------

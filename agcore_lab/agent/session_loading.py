@@ -9,8 +9,10 @@ request and ``refresh_nowait()`` for a manager's watcher thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from agcore_lab.agent.chain_reuse import load_slots
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.session_views import MAIN_SLOT
 from agcore_lab.agent.slots import ContextSlot
@@ -61,14 +63,17 @@ class SessionLoading:
         @property
         def current_slot(self) -> ContextSlot: ...
 
-    def restore(self, record: SessionRecord) -> None:
-        """Set this session's state from a stored record and its slots (used by load and,
-        later, rollback)."""
+    def restore(self, record: SessionRecord, *, reuse: Iterable[ContextSlot] = ()) -> None:
+        """Set this session's state from a stored record and its slots (used by load,
+        refresh and rollback).
+
+        The messages this object holds already — and those of ``reuse``, live slots of
+        another session (a fork's parent) — are shared wherever the stored chains pass
+        through them; only the rest is read (see :mod:`agcore_lab.agent.chain_reuse`).
+        """
         store = self.bundle.store
-        slots = {}
-        for slot_record in store.load_slots(record.session_id):
-            chain = store.load_chain(slot_record.head_node_id) if slot_record.head_node_id else []
-            slots[slot_record.slot_id] = ContextSlot.from_record(slot_record, [m for _, m in chain])
+        held = list(getattr(self, "slots", {}).values())
+        slots = load_slots(store, record.session_id, [*held, *reuse])
         self.session_id = record.session_id
         self.parent_id = record.parent_id
         self.created_at = record.created_at
@@ -129,6 +134,13 @@ class SessionLoading:
         # The latest call that stopped a turn and has no tool answer in the history yet. It
         # must be asked in the history: after a rollback to before the call, an expired
         # record of it is not answered (an answer to a call never made is invalid history).
+        calls = [
+            c
+            for c in self.store.list_pending(self.session_id, include_resolved=True)
+            if c.status != "REJECTED"
+        ]
+        if not calls:  # the common case: no need to look through the history
+            return None
         answered = {
             m.tool_call_id for m in self.current_slot.messages if isinstance(m, ToolMessage)
         }
@@ -139,11 +151,7 @@ class SessionLoading:
             if isinstance(m, AssistantMessage)
             for call in m.tool_calls
         }
-        waiting = [
-            c
-            for c in self.store.list_pending(self.session_id, include_resolved=True)
-            if c.status != "REJECTED" and c.tool_call_id in asked and c.tool_call_id not in answered
-        ]
+        waiting = [c for c in calls if c.tool_call_id in asked and c.tool_call_id not in answered]
         return waiting[-1].interrupt_id if waiting else None
 
     def refresh_sync(self) -> bool:

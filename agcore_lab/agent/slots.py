@@ -98,6 +98,11 @@ class ContextSlot:
         head_node_id: The stored chain node at the end of the history.
         merge_strategy: The strategy this slot will be merged back with (given at fork);
             ``merge`` uses it unless told otherwise.
+        chain_nodes: Which stored chain node holds each message, when known: ``{index:
+            node_id}`` for the messages placed by a link (a merge), every other message being
+            its own node. It lets a rollback or a fork to an earlier node of this chain reuse
+            the messages instead of reading them again. ``None`` when unknown (a slot built
+            from a snapshot, or given messages).
     """
 
     slot_id: str
@@ -112,8 +117,11 @@ class ContextSlot:
     head_node_id: str | None = None
     created_at: datetime = field(default_factory=utcnow)
     merge_strategy: MergeStrategy | None = None
+    chain_nodes: dict[int, str] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.chain_nodes is None and not self.messages and self.head_node_id is None:
+            self.chain_nodes = {}  # an empty chain is known
         validate_slot_id(self.slot_id)
         if self.recent_window < 1:
             raise InvalidInputError("recent_window must be at least 1", slot_id=self.slot_id)
@@ -129,7 +137,24 @@ class ContextSlot:
 
     def copy(self) -> ContextSlot:
         """A working copy: same messages (shared, they are immutable), own lists."""
-        return replace(self, messages=list(self.messages), pinned_ids=list(self.pinned_ids))
+        return replace(
+            self,
+            messages=list(self.messages),
+            pinned_ids=list(self.pinned_ids),
+            chain_nodes=None if self.chain_nodes is None else dict(self.chain_nodes),
+        )
+
+    def chain_position(self, node_id: str, depth: int) -> int | None:
+        """The index in :attr:`messages` of stored chain node ``node_id`` at ``depth`` (a
+        node's depth is its index), or ``None`` when it is not a node of this slot's chain or
+        the slot's nodes are not known. Messages ``[: index + 1]`` are then that node's chain.
+        """
+        nodes, messages = self.chain_nodes, self.messages
+        if nodes is None or not 0 <= depth < len(messages):
+            return None
+        if (nodes.get(len(messages) - 1) or messages[-1].id) != self.head_node_id:
+            return None  # the messages were changed without their nodes: nothing is known
+        return depth if (nodes.get(depth) or messages[depth].id) == node_id else None
 
     def draft(self) -> ContextSlot:
         """A working copy for a turn that shares this slot's history list (no O(history)
@@ -160,6 +185,8 @@ class ContextSlot:
                 message_id=message.id,
                 depth=len(self.messages),
             )
+            if not new and self.chain_nodes is not None:
+                self.chain_nodes[len(self.messages)] = link.node_id
             self.messages.append(message)
             self.head_node_id = link.node_id
             links.append(link)
@@ -185,6 +212,7 @@ class ContextSlot:
             fork_point=len(self.messages),
             merge_base=len(self.messages),
             head_node_id=self.head_node_id,
+            chain_nodes=None if self.chain_nodes is None else dict(self.chain_nodes),
         )
 
     def new_messages(self) -> list[Message]:
@@ -217,6 +245,7 @@ class ContextSlot:
             links = self.extend(child.new_messages(), new=False)
         elif strategy is MergeStrategy.Replace:
             self.messages = list(child.messages)
+            self.chain_nodes = None if child.chain_nodes is None else dict(child.chain_nodes)
             self.head_node_id = child.head_node_id
             links = []
         else:
@@ -258,9 +287,16 @@ class ContextSlot:
         )
 
     @classmethod
-    def from_record(cls, record: SlotRecord, messages: list[Message]) -> ContextSlot:
-        """Rebuild a slot from its record and its loaded chain."""
+    def from_record(
+        cls,
+        record: SlotRecord,
+        messages: list[Message],
+        chain_nodes: dict[int, str] | None = None,
+    ) -> ContextSlot:
+        """Rebuild a slot from its record and its loaded chain (``chain_nodes``: see the
+        attribute; ``None`` when not known)."""
         return cls(
+            chain_nodes=chain_nodes,
             slot_id=record.slot_id,
             messages=messages,
             mode=SlotMode(record.mode),

@@ -250,14 +250,20 @@ class Checkpointer(RollbackSteps):
 
     async def preview(self, ckpt_id: str) -> CheckpointPreview:
         """What the checkpoint holds: slot sizes, the last messages of its current slot and
-        its memory — for a view to show before a rollback or fork."""
+        its memory — for a view to show before a rollback or fork. It reads the newest five
+        messages of the current slot and one of each other slot, at any history length."""
         meta = await self.get_checkpoint(ckpt_id)
         counts, last = {}, []
         for slot_id, slot in meta.slots.items():
-            chain = self._store.load_chain(slot.head_node_id) if slot.head_node_id else []
-            counts[slot_id] = len(chain)
-            if slot_id == meta.current_slot_id:
-                last = [message for _, message in chain[-5:]]
+            current = slot_id == meta.current_slot_id
+            tail = (
+                self._store.load_chain_tail(slot.head_node_id, 5 if current else 1)
+                if slot.head_node_id
+                else []
+            )
+            counts[slot_id] = tail[-1][0].depth + 1 if tail else 0  # a node's depth: its index
+            if current:
+                last = [message for _, message in tail]
         memory = self._store.memory_entries(meta.session_id, at_version=meta.memory_version)
         return CheckpointPreview(
             meta=meta,

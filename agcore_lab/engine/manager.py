@@ -412,14 +412,16 @@ class SessionManager(ManagerFacades, CallOperations):
         }
 
     async def adopt(self, session_id: str, *, parent_id: str | None = None) -> AgentSession:
-        """Load a session that another part of the engine created (a fork) and make it live."""
+        """Load a session that another part of the engine created (a fork) and make it live;
+        it shares the messages of its live parent where their chains meet."""
         record = self.require_stored(session_id)
         agent = self.agents.get(record.agent_name)
         if agent is None:
             raise AgentNotFoundError(
                 f"no agent named {record.agent_name!r} is registered", agent_name=record.agent_name
             )
-        return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle))
+        parent = self.live(parent_id) if parent_id is not None else None
+        return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle, reuse=parent))
 
     async def replace(self, session_id: str, session: AgentSession) -> None:
         """Make ``session`` the live object for ``session_id`` (their ids must match).

@@ -15,16 +15,30 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agcore_lab.errors import StorageError
 from agcore_lab.ids import new_id
-from agcore_lab.llm.messages import Message, MessageAdapter, ToolMessage
+from agcore_lab.llm.messages import (
+    AssistantMessage,
+    Message,
+    MessageAdapter,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from agcore_lab.store._trusted import build_all, trusted
 from agcore_lab.store.base import LinkRecord, SlotRecord
 
-__all__ = ["delete_session_chains", "follow_renamed", "insert_chain", "read_chain"]
+__all__ = [
+    "delete_session_chains",
+    "follow_renamed",
+    "insert_chain",
+    "read_chain",
+    "read_chain_tail",
+]
 
 _COLUMNS = {"id", "role", "content", "created_at"}
 _TOOL_COLUMNS = {"tool_call_id", "name"}
@@ -57,16 +71,59 @@ def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[An
     )
 
 
+# One set of given fields for all messages (and links) read from plain rows (see trusted()).
+_MESSAGE_SET = {"id", "role", "content", "created_at"}
+_TOOL_SET = _MESSAGE_SET | {"tool_call_id", "name"}
+_LINK_SET = {"node_id", "parent_node_id", "message_id", "depth"}
+
+_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_KINDS: dict[str, type[Message]] = {
+    "system": SystemMessage,
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "tool": ToolMessage,
+}
+
+
 def _message(row: sqlite3.Row) -> Message:
-    data: dict[str, Any] = json.loads(row["extra_json"]) if row["extra_json"] else {}
-    data.update(
-        id=row["message_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=_EPOCH + timedelta(microseconds=row["created_us"]),
+    return _built(
+        row["message_id"],
+        row["role"],
+        row["content"],
+        row["tool_call_id"],
+        row["tool_name"],
+        row["created_us"],
+        row["extra_json"],
     )
-    if row["role"] == "tool":
-        data.update(tool_call_id=row["tool_call_id"], name=row["tool_name"])
+
+
+def _built(
+    message_id: str,
+    role: str,
+    content: str | None,
+    tool_call_id: str | None,
+    tool_name: str | None,
+    created_us: int,
+    extra_json: str | None,
+) -> Message:
+    role = _ROLES.get(role, role)  # one string per role, not one per row
+    fields: dict[str, Any] = {
+        "id": message_id,
+        "role": role,
+        "content": content,
+        "created_at": _EPOCH + timedelta(microseconds=created_us),
+    }
+    if role == "tool":
+        fields.update(tool_call_id=tool_call_id, name=tool_name)
+    if not extra_json:
+        # Flat columns only: the row's own values in their fields' types, built without a
+        # validation pass (they were validated on the way in; see store/_trusted.py).
+        kind = _KINDS.get(role)
+        if kind is not None and (content is not None or kind is AssistantMessage):
+            return trusted(kind, fields, _TOOL_SET if role == "tool" else _MESSAGE_SET)
+        return MessageAdapter.validate_python(fields)
+    data: dict[str, Any] = json.loads(extra_json)
+    data.update(fields)
     return MessageAdapter.validate_python(data)
 
 
@@ -217,19 +274,94 @@ def _postgres(conn: object) -> bool:
 def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
     cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
-    cursor.row_factory = sqlite3.Row
-    return [
-        (
-            LinkRecord(
-                node_id=r["node_id"],
-                parent_node_id=r["chain_parent"],
-                message_id=r["message_id"],
-                depth=r["chain_depth"],
-            ),
-            _message(r),
-        )
-        for r in cursor.fetchall()
-    ]
+    return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
+
+
+_ENTRY_COLUMNS = (
+    "node_id",
+    "chain_parent",
+    "chain_depth",
+    "message_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_name",
+    "created_us",
+    "extra_json",
+)
+
+
+def _entries(cursor: Any) -> Callable[[Sequence[Any]], tuple[LinkRecord, Message]]:
+    """A builder of chain entries from the rows of ``cursor`` (plain tuples on SQLite),
+    reading the columns by position, found once by name."""
+    names = getattr(cursor, "columns", None) or [d[0] for d in cursor.description]
+    at = {name: i for i, name in enumerate(names)}
+    node, parent, depth, *message = (at[name] for name in _ENTRY_COLUMNS)
+
+    def entry(row: Sequence[Any]) -> tuple[LinkRecord, Message]:
+        built = _built(*(row[i] for i in message))
+        node_id = row[node]
+        link = {
+            "node_id": built.id if node_id == built.id else node_id,  # one string, not two
+            "parent_node_id": row[parent],
+            "message_id": built.id,
+            "depth": row[depth],
+        }
+        return trusted(LinkRecord, link, _LINK_SET), built
+
+    return entry
+
+
+# The newest ``?2`` nodes of a chain: the same walk up, counting steps (``n``) and stopping at
+# the limit, so a live session reads only the part of a chain it does not hold already.
+_TAIL_SQL = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth, n) AS (
+    SELECT message_id, parent_id, message_id, depth, 1
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth, 1 FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT m.message_id, m.parent_id, m.message_id, m.depth, c.n + 1
+        FROM chain c JOIN messages m ON m.message_id = c.parent_id WHERE c.n < ?2
+    UNION ALL
+    SELECT l.node_id, l.parent_node_id, l.message_id, l.depth, c.n + 1
+        FROM chain c JOIN message_links l ON l.node_id = c.parent_id WHERE c.n < ?2
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+_TAIL_SQL_PG = """
+WITH RECURSIVE chain(node_id, parent_id, message_id, depth, n) AS (
+    SELECT message_id, parent_id, message_id, depth, 1
+        FROM messages WHERE message_id = ?1 AND depth IS NOT NULL
+    UNION ALL
+    SELECT node_id, parent_node_id, message_id, depth, 1 FROM message_links WHERE node_id = ?1
+    UNION ALL
+    SELECT up.node_id, up.parent_id, up.message_id, up.depth, c.n + 1
+    FROM chain c CROSS JOIN LATERAL (
+        SELECT m.message_id AS node_id, m.parent_id, m.message_id, m.depth
+            FROM messages m WHERE m.message_id = c.parent_id
+        UNION ALL
+        SELECT l.node_id, l.parent_node_id, l.message_id, l.depth
+            FROM message_links l WHERE l.node_id = c.parent_id
+    ) up WHERE c.n < ?2
+)
+SELECT c.node_id, c.parent_id AS chain_parent, c.depth AS chain_depth, m.*
+FROM chain c JOIN messages m ON m.message_id = c.message_id
+ORDER BY c.depth
+"""
+
+
+def read_chain_tail(
+    conn: sqlite3.Connection, head_node_id: str, limit: int
+) -> list[tuple[LinkRecord, Message]]:
+    """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first; the
+    first one's ``parent_node_id`` says where the rest of the chain continues."""
+    sql = _TAIL_SQL_PG if _postgres(conn) else _TAIL_SQL
+    cursor = conn.execute(sql, (head_node_id, limit))
+    return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
 
 
 # The nodes of a session (its messages' homes and its links), and the nodes of *other* sessions'

@@ -325,6 +325,12 @@ class Store(Protocol):
         """The chain ending at ``head_node_id``, oldest message first."""
         ...
 
+    def load_chain_tail(self, head_node_id: str, limit: int) -> list[tuple[LinkRecord, Message]]:
+        """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first
+        (all of it when shorter; ``[]`` for an unknown node). The first entry's
+        ``parent_node_id`` is where the rest of the chain continues (``None``: it is all)."""
+        ...
+
     def memory_set(
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import JsonValue
 
-from agcore_lab.checks import check_json
+from agcore_lab.checks import check_count, check_json
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.call_record import ModelCall
@@ -40,6 +40,7 @@ from agcore_lab.store._chains import (
     follow_renamed,
     insert_chain,
     read_chain,
+    read_chain_tail,
 )
 from agcore_lab.store._changes import log_change, read_changes
 from agcore_lab.store._checkpoint_rows import read_checkpoints
@@ -295,6 +296,14 @@ class SqliteStore(SqliteConnection):
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
         return self._locked_read(
             lambda conn: read_chain(conn, head_node_id), "messages", head_node_id
+        )
+
+    def load_chain_tail(self, head_node_id: str, limit: int) -> list[tuple[LinkRecord, Message]]:
+        """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first
+        (one recursive query that stops after ``limit`` steps)."""
+        check_count(limit, "limit", minimum=1)
+        return self._locked_read(
+            lambda conn: read_chain_tail(conn, head_node_id, limit), "messages", head_node_id
         )
 
     # -- checkpoints ------------------------------------------------------------------------
