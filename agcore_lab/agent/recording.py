@@ -123,7 +123,9 @@ def _history_fold(session_id: str, slot: ContextSlot) -> Fold:
         return entry[0]
     last = _LAST_HEAD.get((session_id, slot.slot_id))
     before = _FOLDS.get(last) if last is not None else None
-    if before is not None and 0 < before[1] <= count and history[before[1] - 1] is before[2]:
+    if not (before is not None and 0 < before[1] <= count and history[before[1] - 1] is before[2]):
+        before = _earlier_fold(slot)  # e.g. after a rollback: the history is a shorter prefix
+    if before is not None:
         value = fold(history[before[1] :], before[0])  # the history grew since: add the rest
     else:
         value = fold(history)
@@ -134,6 +136,19 @@ def _history_fold(session_id: str, slot: ContextSlot) -> Fold:
         _FOLDS[head] = (value, count, history[-1])
         _LAST_HEAD[(session_id, slot.slot_id)] = head
     return value
+
+
+def _earlier_fold(slot: ContextSlot, look_back: int = 8) -> tuple[Fold, int, Message] | None:
+    """The fold of one of the last ``look_back`` prefixes of ``slot``'s history, if one is
+    known (a request was made at that node): after a rollback the history is a prefix of what
+    was folded before, and a turn's earlier request ended a message or two before its end."""
+    history, nodes = slot.messages, slot.chain_nodes or {}
+    for index in range(len(history) - 1, max(len(history) - 1 - look_back, -1), -1):
+        message = history[index]
+        entry = _FOLDS.get(nodes.get(index) or message.id)
+        if entry is not None and entry[1] == index + 1 and entry[2].id == message.id:
+            return entry  # (a message id names one immutable message, also when re-read)
+    return None
 
 
 def _request_hash(

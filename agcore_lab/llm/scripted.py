@@ -110,6 +110,8 @@ class ScriptedModel:
         self._lock = threading.Lock()
         # (length, tokens, probe messages) of the last conversation: see _prompt_tokens.
         self._memo: tuple[int, int, tuple[Message, ...]] = (0, 0, ())
+        # the memos of earlier conversations by the id of their last message: see _earlier.
+        self._totals: dict[str, tuple[int, int, tuple[Message, ...]]] = {}
         self._tool_tokens: dict[int, tuple[ToolSpec, int]] = {}
         self.calls = 0
 
@@ -192,15 +194,32 @@ class ScriptedModel:
         # immutable and a history is only ever appended to, so the engine's contexts share
         # them exactly) only the new messages are estimated. O(what was added), not
         # O(history): a turn does not get slower as the history grows.
+        # A conversation that does not extend the last one (after a rollback, or another
+        # session's) may extend an earlier one: each conversation's total is also kept by its
+        # last message, and the last few messages are looked up there.
         count = len(messages)
         with self._lock:
             known, total, probes = self._memo
             if not (known and count >= known and probes == _probes(messages, known)):
-                known, total = 0, 0
+                known, total = self._earlier(messages)
             if count > known:
                 total += estimate_messages_tokens(messages[known:])
             self._memo = (count, total, _probes(messages, count))
+            if count:
+                if len(self._totals) >= _TOTALS_MAX:
+                    self._totals.clear()
+                self._totals[messages[-1].id] = self._memo
         return total
+
+    def _earlier(self, messages: Sequence[Message], look_back: int = 8) -> tuple[int, int]:
+        # (length, tokens) of the longest earlier conversation among the last ``look_back``
+        # prefixes of ``messages`` (by the id of its last message; the probes compare equal
+        # also for the same messages read back from a store), else (0, 0).
+        for end in range(len(messages), max(len(messages) - look_back, 0), -1):
+            entry = self._totals.get(messages[end - 1].id)
+            if entry is not None and entry[0] == end and entry[2] == _probes(messages, end):
+                return entry[0], entry[1]
+        return 0, 0
 
     async def complete(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
@@ -234,6 +253,9 @@ class ScriptedModel:
                     index=index, arguments=arguments[start : start + self.chunk_size]
                 )
         yield ResponseDone(response=response)
+
+
+_TOTALS_MAX = 50_000  # earlier conversations remembered (each holds three messages)
 
 
 def _probes(messages: Sequence[Message], count: int) -> tuple[Message, ...]:

@@ -24,7 +24,9 @@ def _script(messages: object) -> str | ToolCall:
 
 
 OPS = st.lists(
-    st.sampled_from(["turn", "turn", "turn", "fork", "merge", "focus", "full", "pin", "rollback"]),
+    st.sampled_from(
+        ["turn", "turn", "turn", "fork", "merge", "focus", "full", "pin", "rollback", "forward"]
+    ),
     min_size=3,
     max_size=14,
 )
@@ -62,6 +64,11 @@ def test_recorded_hashes_equal_hashes_from_scratch(
         elif op == "rollback":
             ckpts = manager.checkpointer.list_checkpoints_sync(sid)
             manager.checkpointer.rollback_sync(sid, ckpts[len(ckpts) // 2].ckpt_id)
+        elif op == "forward":  # to the oldest, then forward again: messages re-read
+            ckpts = manager.checkpointer.list_checkpoints_sync(sid)
+            manager.checkpointer.rollback_sync(sid, ckpts[-1].ckpt_id)
+            furthest = max(ckpts, key=lambda c: c.message_count)
+            manager.checkpointer.rollback_sync(sid, furthest.ckpt_id)
     manager.submit_turn_sync(sid, "last")
     for call in manager.model_calls_sync(sid):
         assert call.request_hash == request_hash(

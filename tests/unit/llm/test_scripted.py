@@ -220,3 +220,21 @@ def test_prompt_tokens_follow_the_conversation_whatever_came_before() -> None:
         got = asyncio.run(model.complete(messages)).usage.prompt_tokens
         fresh = asyncio.run(ScriptedModel().complete(messages)).usage.prompt_tokens
         assert got == fresh == estimate_messages_tokens(messages)
+
+
+def test_prompt_tokens_after_going_back_to_an_earlier_conversation() -> None:
+    # After a rollback a conversation extends an earlier one (not the last): the model finds
+    # that one's count by its last messages, also when they were read back from a store as
+    # new objects with the same ids; every count still equals a fresh model's count.
+    history = [UserMessage(content=f"turn {i} " * (i % 5 + 1)) for i in range(60)]
+    reread = [m.model_copy() for m in history]
+    model = ScriptedModel()
+    sequences = [history[: n + 1] for n in range(60)]  # the session grows one message a turn
+    sequences += [
+        [*history[:30], UserMessage(content="after a rollback")],
+        [*reread[:45], UserMessage(content="after rolling forward again")],
+        [*history[:29], UserMessage(content="one message before a known end")],
+    ]
+    for messages in sequences:
+        got = asyncio.run(model.complete(messages)).usage.prompt_tokens
+        assert got == estimate_messages_tokens(messages)
