@@ -4,8 +4,9 @@ Every write that changes what a view shows (a turn, a checkpoint, a rollback, a 
 approval, a session created or destroyed) appends ``(seq, session_id, kind, ckpt_id, origin)``
 in the same transaction. A manager in another process polls ``PRAGMA data_version`` — a counter
 SQLite bumps when *another* connection commits, read without touching the file — and only then
-reads the rows after the last ``seq`` it saw. The log keeps its newest rows only (the oldest
-are deleted, so ``seq``, the rowid, only ever grows).
+reads the rows after the last ``seq`` it saw (on PostgreSQL the rows commit in ``seq`` order, see
+:func:`log_change`, so a reader never skips one that commits late). The log keeps its newest
+rows only (the oldest are deleted, so ``seq``, the rowid, only ever grows).
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ def log_change(
     ckpt_id: str | None = None,
     new_session_id: str | None = None,
 ) -> None:
-    """Append one change row inside the caller's write transaction."""
+    """Append one change row inside the caller's write transaction (its last statement)."""
+    if getattr(conn, "dialect", "sqlite") == "postgresql":
+        # Writers of different sessions run side by side on PostgreSQL: without this lock
+        # (held to the commit) seq 11 could commit before seq 10, and a reader that saw 11
+        # would never look back for 10. With it, change rows commit in seq order.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changes'))")
     row = conn.execute(
         "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
         "VALUES (?, ?, ?, ?, ?) RETURNING seq",
