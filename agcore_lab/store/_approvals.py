@@ -31,7 +31,6 @@ from agcore_lab.store.pending import (
 )
 
 __all__ = [
-    "APPROVAL_SCHEMA",
     "RunNotFoundError",
     "as_expired",
     "decide_pending",
@@ -41,29 +40,6 @@ __all__ = [
     "renew_execution",
     "restore_pending",
 ]
-
-APPROVAL_SCHEMA = """
-CREATE TABLE pending_calls (
-    interrupt_id          TEXT PRIMARY KEY,
-    session_id            TEXT NOT NULL,
-    run_id                TEXT NOT NULL,
-    tool_call_id          TEXT NOT NULL,
-    tool_name             TEXT NOT NULL,
-    tool_args_json        TEXT NOT NULL,
-    status                TEXT NOT NULL,
-    created_at            TEXT NOT NULL,
-    expires_at            TEXT,
-    decided_at            TEXT,
-    decision_json         TEXT,
-    result_json           TEXT,
-    updated_at            TEXT NOT NULL,
-    remaining_json        TEXT NOT NULL DEFAULT '[]',
-    previous_interrupt_id TEXT,
-    previously_executed   INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
-ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
-"""
 
 
 def _iso(value: datetime | None) -> str | None:

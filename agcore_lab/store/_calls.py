@@ -43,42 +43,12 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.store._json import compact
 
 __all__ = [
-    "CALL_SCHEMA",
     "checkpoint_ids",
     "delete_calls_of_checkpoints",
     "delete_session_calls",
     "insert_calls",
     "stamp",
 ]
-
-CALL_SCHEMA = """
-CREATE TABLE model_calls (
-    session_id        TEXT NOT NULL,
-    call_id           TEXT NOT NULL,
-    slot_id           TEXT NOT NULL,
-    turn_index        INTEGER NOT NULL,
-    kind              TEXT NOT NULL,
-    model             TEXT NOT NULL,
-    status            TEXT NOT NULL,
-    prompt_tokens     INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cost_usd          REAL NOT NULL,
-    started_us        INTEGER NOT NULL,
-    latency_us        INTEGER NOT NULL,
-    ttft_us           INTEGER,
-    finish_reason     TEXT,
-    request_hash      BLOB NOT NULL,
-    anchor_node       TEXT,
-    response_id       TEXT,
-    parts_json        TEXT NOT NULL,
-    detail_json       TEXT,
-    PRIMARY KEY (session_id, call_id)
-) WITHOUT ROWID;
-CREATE TABLE call_blobs (
-    hash TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-) WITHOUT ROWID
-"""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TOOLS = TypeAdapter(list[ToolSpec])
@@ -97,7 +67,7 @@ def _put_blob(conn: sqlite3.Connection, body: str) -> str:
     # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
     raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
     digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
-    conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
+    conn.execute("INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)", (digest, body))
     return digest
 
 
@@ -161,6 +131,30 @@ def _detail(call: ModelCall) -> str | None:
     return compact(detail) if detail else None
 
 
+# The columns of a model_calls row, in the order of _row's values.
+_CALL_COLUMNS = (
+    "session_id",
+    "call_id",
+    "slot_id",
+    "turn_index",
+    "kind",
+    "model",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "started_us",
+    "latency_us",
+    "ttft_us",
+    "finish_reason",
+    "request_hash",
+    "anchor_node",
+    "response_id",
+    "parts_json",
+    "detail_json",
+)
+
+
 def _row(conn: sqlite3.Connection, call: ModelCall) -> tuple[Any, ...]:
     anchor, tail = call._tail if call._tail is not None else (None, 0)
     head = call.request_messages[: len(call.request_messages) - tail]
@@ -212,7 +206,8 @@ def insert_calls(conn: sqlite3.Connection, calls: Sequence[ModelCall]) -> None:
     slot's head when it was made), so a rollback past that node marks it abandoned.
     """
     conn.executemany(
-        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})",
         [_row(conn, call) for call in calls],
     )
 

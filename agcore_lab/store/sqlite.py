@@ -89,6 +89,27 @@ __all__ = ["SqliteStore"]
 T = TypeVar("T")
 
 
+# The columns of a slots row, in the order of slot_values.
+_SLOT_COLUMNS = (
+    "session_id",
+    "slot_id",
+    "parent_slot_id",
+    "fork_point",
+    "merge_base",
+    "mode",
+    "head_node_id",
+    "summary_override",
+    "pinned_json",
+    "recent_window",
+    "created_at",
+    "updated_at",
+    "merge_strategy",
+)
+_SLOT_VALUES = f"slots ({', '.join(_SLOT_COLUMNS)}) VALUES ({','.join('?' * len(_SLOT_COLUMNS))})"
+_INSERT_SLOTS = f"INSERT INTO {_SLOT_VALUES}"
+_UPSERT_SLOTS = f"INSERT OR REPLACE INTO {_SLOT_VALUES}"
+
+
 def _ts(value: datetime) -> str:
     return value.isoformat()
 
@@ -129,7 +150,7 @@ class SqliteStore(SqliteConnection):
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
             insert_session(conn, record)
             conn.executemany(
-                "INSERT INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                _INSERT_SLOTS,
                 [slot_values(slot, record.session_id) for slot in slots],
             )
             log_change(conn, record.session_id, "created", self._origin)
@@ -246,7 +267,7 @@ class SqliteStore(SqliteConnection):
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
-                "INSERT OR REPLACE INTO slots VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                _UPSERT_SLOTS,
                 [slot_values(follow_renamed(slot, renamed), sid) for slot in slots],
             )
             log_change(conn, sid, change, self._origin)
