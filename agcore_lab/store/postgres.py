@@ -185,8 +185,10 @@ class PostgresStore(SqliteStore):
         return self._locked_read(lambda conn: conn.execute(sql, params).fetchall())
 
     def _locked_read(self, read: Callable[[Any], T], table: str = "?", key: object = None) -> T:
+        # No BEGIN/COMMIT around a read: under READ COMMITTED each statement reads its own
+        # snapshot inside a transaction too, so one would only cost two round trips.
         try:
-            with self._pool.connection() as conn, conn.transaction(), decoding(table, key):
+            with self._pool.connection() as conn, decoding(table, key):
                 return read(PgConnection(conn))
         except self._psycopg.Error as exc:
             raise StorageError(f"read failed: {exc}", path=self.path) from exc
