@@ -14,6 +14,8 @@ from typing import Any
 
 from _shared_workers import logging_agent, manager_for
 
+from agcore_lab import RuntimeBundle, SessionManager, open_store
+
 
 def rotate_turns(
     url: str,
@@ -28,7 +30,11 @@ def rotate_turns(
     writers mostly work on different sessions and sometimes meet on one, waiting for each
     other's lease); report ``(worker, session_id, text, outcome)`` per turn, then ``done``."""
     try:
-        manager = manager_for(url, logging_agent(asked_path))
+        # A lease of 10 s: on a loaded machine a 1 s lease may lapse mid-turn.
+        bundle = RuntimeBundle(store=open_store(url), lease_seconds=10.0)
+        manager = SessionManager(
+            bundle=bundle, agents=[logging_agent(asked_path)], watch_interval=None
+        )
         start.wait(120)
         for n in range(turns):
             sid = session_ids[(worker + n) % len(session_ids)]
