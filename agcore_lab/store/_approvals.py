@@ -1,9 +1,11 @@
 """Pending tool calls in SQLite, and the compare-and-set that makes exactly one resume win.
 
-Every decision runs inside one ``BEGIN IMMEDIATE`` transaction: read the row, check it, and
-move it on with ``UPDATE ... WHERE status = <expected>``. SQLite lets one writer at a time hold
-that lock — threads or processes alike — so of any number of concurrent resumes exactly one
-sees the expected status and wins; the others see the new status and get a conflict.
+Every decision runs inside one write transaction: read the row, check it, and move it on with
+``UPDATE ... WHERE status = <expected>``. SQLite lets one writer at a time hold the file's
+write lock (``BEGIN IMMEDIATE``); on PostgreSQL the transaction first locks the call's row
+(``SELECT ... FOR UPDATE``, see :mod:`agcore_lab.store._pg_locks`). Either way — threads,
+processes or machines alike — of any number of concurrent resumes exactly one sees the
+expected status and wins; the others see the new status and get a conflict.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from agcore_lab.store.pending import (
 )
 
 __all__ = [
-    "APPROVAL_SCHEMA",
     "RunNotFoundError",
     "as_expired",
     "decide_pending",
@@ -39,29 +40,6 @@ __all__ = [
     "renew_execution",
     "restore_pending",
 ]
-
-APPROVAL_SCHEMA = """
-CREATE TABLE pending_calls (
-    interrupt_id          TEXT PRIMARY KEY,
-    session_id            TEXT NOT NULL,
-    run_id                TEXT NOT NULL,
-    tool_call_id          TEXT NOT NULL,
-    tool_name             TEXT NOT NULL,
-    tool_args_json        TEXT NOT NULL,
-    status                TEXT NOT NULL,
-    created_at            TEXT NOT NULL,
-    expires_at            TEXT,
-    decided_at            TEXT,
-    decision_json         TEXT,
-    result_json           TEXT,
-    updated_at            TEXT NOT NULL,
-    remaining_json        TEXT NOT NULL DEFAULT '[]',
-    previous_interrupt_id TEXT,
-    previously_executed   INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
-ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
-"""
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -163,6 +141,16 @@ def read_pending(
 
 def expire_overdue(conn: sqlite3.Connection, now: datetime) -> int:
     """Move every undecided call past its expiry to EXPIRED; return how many."""
+    if getattr(conn, "dialect", "sqlite") == "postgresql":
+        # Row locks: a call another writer holds (a resume deciding it) is skipped, not
+        # waited for — that writer finds the expiry itself — so listings never queue.
+        return conn.execute(
+            "UPDATE pending_calls SET status = 'EXPIRED', updated_at = ?1 "
+            "WHERE interrupt_id IN (SELECT interrupt_id FROM pending_calls "
+            "WHERE status = 'PENDING_APPROVAL' AND expires_at IS NOT NULL AND expires_at <= ?1 "
+            "ORDER BY interrupt_id FOR UPDATE SKIP LOCKED)",
+            (now.isoformat(),),
+        ).rowcount
     return conn.execute(
         "UPDATE pending_calls SET status = 'EXPIRED', updated_at = ?1 "
         "WHERE status = 'PENDING_APPROVAL' AND expires_at IS NOT NULL AND expires_at <= ?1",

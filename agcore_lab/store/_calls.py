@@ -48,7 +48,6 @@ from agcore_lab.store._json import compact
 from agcore_lab.store.base import LinkRecord
 
 __all__ = [
-    "CALL_SCHEMA",
     "checkpoint_ids",
     "delete_calls_of_checkpoints",
     "delete_session_calls",
@@ -56,35 +55,6 @@ __all__ = [
     "insert_calls",
     "stamp",
 ]
-
-CALL_SCHEMA = """
-CREATE TABLE model_calls (
-    session_id        TEXT NOT NULL,
-    call_id           TEXT NOT NULL,
-    slot_id           TEXT NOT NULL,
-    turn_index        INTEGER NOT NULL,
-    kind              TEXT NOT NULL,
-    model             TEXT NOT NULL,
-    status            TEXT NOT NULL,
-    prompt_tokens     INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cost_usd          REAL NOT NULL,
-    started_us        INTEGER NOT NULL,
-    latency_us        INTEGER NOT NULL,
-    ttft_us           INTEGER,
-    finish_reason     TEXT,
-    request_hash      BLOB NOT NULL,
-    anchor_node       TEXT,
-    response_id       TEXT,
-    parts_json        TEXT NOT NULL,
-    detail_json       TEXT,
-    PRIMARY KEY (session_id, call_id)
-) WITHOUT ROWID;
-CREATE TABLE call_blobs (
-    hash TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-) WITHOUT ROWID
-"""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TOOLS = TypeAdapter(list[ToolSpec])
@@ -111,7 +81,7 @@ def _put_blob(conn: sqlite3.Connection, body: str) -> str:
         if len(_DIGESTS) >= 2_000:
             _DIGESTS.clear()
         _DIGESTS[body] = digest
-    conn.execute("INSERT OR IGNORE INTO call_blobs VALUES (?, ?)", (digest, body))
+    conn.execute("INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)", (digest, body))
     return digest
 
 
@@ -173,6 +143,30 @@ def _detail(call: ModelCall) -> str | None:
     if call.usage.requests != 1:
         detail["requests"] = call.usage.requests
     return compact(detail) if detail else None
+
+
+# The columns of a model_calls row, in the order of _row's values.
+_CALL_COLUMNS = (
+    "session_id",
+    "call_id",
+    "slot_id",
+    "turn_index",
+    "kind",
+    "model",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "started_us",
+    "latency_us",
+    "ttft_us",
+    "finish_reason",
+    "request_hash",
+    "anchor_node",
+    "response_id",
+    "parts_json",
+    "detail_json",
+)
 
 
 def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tuple[Any, ...]:
@@ -240,7 +234,8 @@ def insert_calls(
     ``homes`` maps messages placed at home in the same transaction to their parent node.
     """
     conn.executemany(
-        "INSERT OR IGNORE INTO model_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})",
         [_row(conn, call, homes or {}) for call in calls],
     )
 

@@ -4,8 +4,9 @@ Every write that changes what a view shows (a turn, a checkpoint, a rollback, a 
 approval, a session created or destroyed) appends ``(seq, session_id, kind, ckpt_id, origin)``
 in the same transaction. A manager in another process polls ``PRAGMA data_version`` — a counter
 SQLite bumps when *another* connection commits, read without touching the file — and only then
-reads the rows after the last ``seq`` it saw. The log keeps its newest rows only (the oldest
-are deleted, so ``seq``, the rowid, only ever grows).
+reads the rows after the last ``seq`` it saw (on PostgreSQL the rows commit in ``seq`` order, see
+:func:`log_change`, so a reader never skips one that commits late). The log keeps its newest
+rows only (the oldest are deleted, so ``seq``, the rowid, only ever grows).
 """
 
 from __future__ import annotations
@@ -21,6 +22,22 @@ __all__ = ["KEEP_CHANGES", "log_change", "read_changes"]
 KEEP_CHANGES = 128
 
 
+_INSERT = (
+    "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
+    "VALUES (?, ?, ?, ?, ?) RETURNING seq"
+)
+# Writers of different sessions run side by side on PostgreSQL: without a lock held to the
+# commit, seq 11 could commit before seq 10, and a reader that saw 11 would never look back
+# for 10. The lock is taken in the same statement (the CTE yields its row only once the lock
+# is held, before the new row's seq is drawn), so change rows commit in seq order.
+_INSERT_PG = (
+    "WITH feed_lock AS MATERIALIZED ("
+    "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.changes'))) "
+    "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
+    "SELECT ?, ?, ?, ?, ? FROM feed_lock RETURNING seq"
+)
+
+
 def log_change(
     conn: sqlite3.Connection,
     session_id: str,
@@ -30,11 +47,10 @@ def log_change(
     ckpt_id: str | None = None,
     new_session_id: str | None = None,
 ) -> None:
-    """Append one change row inside the caller's write transaction."""
+    """Append one change row inside the caller's write transaction (its last statement)."""
+    postgres = getattr(conn, "dialect", "sqlite") == "postgresql"
     row = conn.execute(
-        "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) "
-        "VALUES (?, ?, ?, ?, ?) RETURNING seq",
-        (session_id, kind, ckpt_id, new_session_id, origin),
+        _INSERT_PG if postgres else _INSERT, (session_id, kind, ckpt_id, new_session_id, origin)
     ).fetchone()
     seq = int(row[0])
     if seq % 32 == 0:  # keep the log short: readers only ever need the recent rows

@@ -23,7 +23,6 @@ from agcore_lab.store._json import compact
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
-    "CHECKPOINT_SCHEMA",
     "checkpoint_page",
     "INSERT_SLOT",
     "SLOT_COLUMNS",
@@ -35,33 +34,6 @@ __all__ = [
     "slot_from_row",
     "slot_values",
 ]
-
-CHECKPOINT_SCHEMA = """
-CREATE TABLE checkpoints (
-    session_id        TEXT NOT NULL,
-    ckpt_id           TEXT NOT NULL,
-    parent_ckpt_id    TEXT,
-    turn_index        INTEGER NOT NULL,
-    created_at        TEXT NOT NULL,
-    label             TEXT,
-    source            TEXT NOT NULL,
-    message_count     INTEGER NOT NULL,
-    prompt_tokens     INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    cost_usd          REAL NOT NULL,
-    agent_name        TEXT NOT NULL,
-    current_slot_id   TEXT NOT NULL,
-    last_summary_turn INTEGER,
-    memory_version    INTEGER NOT NULL,
-    slots_json        TEXT NOT NULL,
-    spend_json        TEXT NOT NULL,
-    PRIMARY KEY (session_id, ckpt_id)
-) WITHOUT ROWID;
-CREATE TABLE slot_states (
-    state_hash TEXT PRIMARY KEY,
-    state_json TEXT NOT NULL
-) WITHOUT ROWID
-"""
 
 _SLOT_STATE_FIELDS = (
     "parent_slot_id",

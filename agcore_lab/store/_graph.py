@@ -17,7 +17,6 @@ import sqlite3
 from collections.abc import Sequence
 
 __all__ = [
-    "GRAPH_SCHEMA",
     "EntityRow",
     "RelationRow",
     "delete_entity",
@@ -26,37 +25,6 @@ __all__ = [
     "upsert_entities",
     "upsert_relations",
 ]
-
-GRAPH_SCHEMA = """
-CREATE TABLE kg_entities (
-    namespace       TEXT NOT NULL,
-    entity_id       TEXT NOT NULL,
-    name            TEXT NOT NULL,
-    entity_type     TEXT NOT NULL,
-    description     TEXT NOT NULL,
-    properties_json TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (namespace, entity_id)
-) WITHOUT ROWID;
-CREATE INDEX kg_entities_type ON kg_entities(namespace, entity_type);
-CREATE TABLE kg_entity_tags (
-    namespace TEXT NOT NULL,
-    entity_id TEXT NOT NULL,
-    position  INTEGER NOT NULL,
-    tag       TEXT NOT NULL,
-    PRIMARY KEY (namespace, entity_id, position)
-) WITHOUT ROWID;
-CREATE INDEX kg_entity_tags_tag ON kg_entity_tags(namespace, tag);
-CREATE TABLE kg_relations (
-    namespace       TEXT NOT NULL,
-    source          TEXT NOT NULL,
-    relation_type   TEXT NOT NULL,
-    target          TEXT NOT NULL,
-    weight          REAL NOT NULL,
-    properties_json TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (namespace, source, relation_type, target)
-) WITHOUT ROWID;
-CREATE INDEX kg_relations_target ON kg_relations(namespace, target)
-"""
 
 # (entity_id, name, entity_type, description, properties_json, tags)
 EntityRow = tuple[str, str, str, str, str, Sequence[str]]
@@ -68,12 +36,13 @@ def upsert_entities(conn: sqlite3.Connection, namespace: str, rows: Sequence[Ent
     """Add or replace entities, replacing their tags too."""
     ids = [(namespace, row[0]) for row in rows]
     conn.executemany(
-        "INSERT OR REPLACE INTO kg_entities VALUES (?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO kg_entities (namespace, entity_id, name, entity_type, description, "
+        "properties_json) VALUES (?,?,?,?,?,?)",
         [(namespace, *row[:5]) for row in rows],
     )
     conn.executemany("DELETE FROM kg_entity_tags WHERE namespace = ? AND entity_id = ?", ids)
     conn.executemany(
-        "INSERT INTO kg_entity_tags VALUES (?,?,?,?)",
+        "INSERT INTO kg_entity_tags (namespace, entity_id, position, tag) VALUES (?,?,?,?)",
         [(namespace, row[0], i, tag) for row in rows for i, tag in enumerate(row[5])],
     )
 
@@ -81,7 +50,8 @@ def upsert_entities(conn: sqlite3.Connection, namespace: str, rows: Sequence[Ent
 def upsert_relations(conn: sqlite3.Connection, namespace: str, rows: Sequence[RelationRow]) -> None:
     """Add or replace relations, identified by ``(source, relation_type, target)``."""
     conn.executemany(
-        "INSERT OR REPLACE INTO kg_relations VALUES (?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO kg_relations (namespace, source, relation_type, target, weight, "
+        "properties_json) VALUES (?,?,?,?,?,?)",
         [(namespace, *row) for row in rows],
     )
 

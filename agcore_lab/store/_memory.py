@@ -40,7 +40,8 @@ def write_memory(
     ).fetchone()
     created = first[0] if first else now
     conn.execute(
-        "INSERT INTO memory_log VALUES (?,?,?,?,?,?,?,0)",
+        "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, created_at, "
+        "updated_at, deleted) VALUES (?,?,?,?,?,?,?,0)",
         (session_id, version, key, value_json, metadata_json, created, now),
     )
     return MemoryEntry(
@@ -60,7 +61,8 @@ def delete_memory(conn: sqlite3.Connection, session_id: str, key: str, now: str)
     ).fetchone():
         return False
     conn.execute(
-        "INSERT INTO memory_log VALUES (?,?,?,NULL,'{}',?,?,1)",
+        "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, created_at, "
+        "updated_at, deleted) VALUES (?,?,?,NULL,'{}',?,?,1)",
         (session_id, latest_version(conn, session_id) + 1, key, now, now),
     )
     return True

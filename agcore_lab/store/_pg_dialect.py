@@ -8,7 +8,8 @@ translation is mechanical and cached per statement:
 
 - ``?`` → ``%s`` and numbered ``?1`` → ``%(p1)s`` (literal ``%`` doubled);
 - ``INSERT OR IGNORE INTO t ...`` → ``INSERT INTO t ... ON CONFLICT DO NOTHING``;
-- ``INSERT OR REPLACE INTO t VALUES (...)`` → an upsert on ``t``'s primary key;
+- ``INSERT OR REPLACE INTO t (a, b, ...) VALUES (...)`` → an upsert on ``t``'s primary key
+  that updates the columns named (all of ``t``'s known columns when none are named);
 - (the one statement PostgreSQL cannot take as written — a recursive query with several
   recursive terms — has a PostgreSQL text of its own beside it, picked by ``conn.dialect``).
 
@@ -58,7 +59,7 @@ _UPSERT_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _REWRITES: tuple[tuple[str, str], ...] = ()
 _NUMBERED = re.compile(r"\?(\d+)")
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
-_OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO (\w+)", re.I)
+_OR_REPLACE = re.compile(r"^\s*INSERT OR REPLACE INTO (\w+)(?:\s*\(([^)]*)\))?", re.I)
 
 
 @functools.lru_cache(maxsize=512)
@@ -74,7 +75,11 @@ def translate(sql: str) -> tuple[str, bool]:
     elif match := _OR_REPLACE.match(text):
         table = match.group(1)
         keys, columns = _UPSERT_TABLES[table]
-        text = _OR_REPLACE.sub(f"INSERT INTO {table}", text, count=1)
+        named_columns = match.group(2)
+        if named_columns:  # the statement names its columns: update those
+            columns = tuple(c.strip() for c in named_columns.split(","))
+        head = f"INSERT INTO {table}" + (f" ({named_columns})" if named_columns else "")
+        text = head + text[match.end() :]
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in keys)
         suffix = f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
     named = bool(_NUMBERED.search(text))

@@ -90,7 +90,18 @@ class SqliteConnection:
     # -- plumbing ---------------------------------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(
+        self,
+        *,
+        sessions: Sequence[str] = (),
+        memory: Sequence[str] = (),
+        pending: Sequence[str] = (),
+        shares: bool = False,
+        collects: bool = False,
+    ) -> Iterator[sqlite3.Connection]:
+        # What the write touches (session rows, memory logs, pending calls; whether it points
+        # at rows other sessions own, or deletes such rows) is declared for backends with row
+        # locks (PostgresStore). SQLite needs none of it: BEGIN IMMEDIATE serializes writers.
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")

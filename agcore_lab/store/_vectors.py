@@ -34,11 +34,10 @@ from agcore_lab.store._json import compact
 
 __all__ = [
     "BLOCK_BYTES",
-    "VECTOR_SCHEMA",
     "VectorRows",
     "delete_vectors",
     "insert_vectors",
-    "migrate_to_blocks",
+    "move_vectors_into_blocks",
     "namespace_dim",
     "read_vectors",
     "truncate_wal",
@@ -46,55 +45,6 @@ __all__ = [
 
 BLOCK_BYTES = 1 << 17
 """The most vector bytes in one ``vector_blocks`` row (128 KiB: 85 vectors of dimension 384)."""
-
-VECTOR_SCHEMA = """
-CREATE TABLE vector_namespaces (
-    namespace  TEXT PRIMARY KEY,
-    dim        INTEGER NOT NULL,
-    created_at TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE vectors (
-    seq           INTEGER PRIMARY KEY,
-    namespace     TEXT NOT NULL,
-    doc_id        TEXT NOT NULL,
-    source_id     TEXT,
-    chunk_index   INTEGER,
-    start_index   INTEGER,
-    end_index     INTEGER,
-    mime_type     TEXT NOT NULL,
-    content       TEXT NOT NULL,
-    metadata_json TEXT NOT NULL,
-    embedding     BLOB NOT NULL
-);
-CREATE UNIQUE INDEX vectors_doc ON vectors(namespace, doc_id);
-CREATE INDEX vectors_namespace ON vectors(namespace)
-"""
-
-# Schema 4 -> blocks (run by migration m009 after the one above, on new and old files alike).
-_BLOCKS_SCHEMA = """
-CREATE TABLE vector_blocks (
-    block      INTEGER PRIMARY KEY,
-    namespace  TEXT NOT NULL,
-    count      INTEGER NOT NULL,
-    embeddings BLOB NOT NULL
-);
-CREATE INDEX vector_blocks_namespace ON vector_blocks(namespace);
-ALTER TABLE vectors ADD COLUMN block INTEGER;
-ALTER TABLE vectors ADD COLUMN slot INTEGER
-"""
-_VIEW_SCHEMA = """
-DROP INDEX vectors_namespace;
-ALTER TABLE vectors DROP COLUMN embedding;
-ALTER TABLE vectors RENAME TO vector_docs;
-CREATE INDEX vector_docs_block ON vector_docs(namespace, block);
-CREATE VIEW vectors AS
-    SELECT d.seq, d.namespace, d.doc_id, d.source_id, d.chunk_index, d.start_index,
-           d.end_index, d.mime_type, d.content, d.metadata_json,
-           substr(b.embeddings, d.slot * 4 * n.dim + 1, 4 * n.dim) AS embedding
-    FROM vector_docs d
-    JOIN vector_blocks b ON b.block = d.block
-    JOIN vector_namespaces n ON n.namespace = d.namespace
-"""
 
 # (doc ids, (content, metadata_json, mime_type) per row, a float32 matrix whose first rows are
 # the vectors)
@@ -153,17 +103,10 @@ def block_capacity(dim: int) -> int:
     return max(1, BLOCK_BYTES // (4 * dim))
 
 
-def _script(conn: sqlite3.Connection, script: str) -> None:
-    # Not executescript(): it commits first, and a migration must stay in its transaction.
-    for statement in script.split(";\n"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def migrate_to_blocks(conn: sqlite3.Connection) -> None:
-    """Schema 4 -> blocks: move every stored vector into ``vector_blocks`` (in insertion
-    order), then turn ``vectors`` into ``vector_docs`` and the ``vectors`` view."""
-    _script(conn, _BLOCKS_SCHEMA)
+def move_vectors_into_blocks(conn: sqlite3.Connection) -> None:
+    """Migration m008's data step: move every vector of the schema-4 ``vectors`` table into
+    ``vector_blocks`` (in insertion order) and record each document's ``block`` and ``slot``
+    (the DDL before and after it is in :mod:`agcore_lab.store.migrations`)."""
     namespaces = conn.execute("SELECT namespace, dim FROM vector_namespaces").fetchall()
     for namespace, dim in namespaces:
         cursor = conn.execute(
@@ -180,7 +123,6 @@ def migrate_to_blocks(conn: sqlite3.Connection) -> None:
                 "UPDATE vectors SET block = ?, slot = ? WHERE seq = ?",
                 [(block, slot, seq) for slot, (seq, _) in enumerate(rows)],
             )
-    _script(conn, _VIEW_SCHEMA)
 
 
 def _insert_block(conn: sqlite3.Connection, namespace: str, data: bytes, count: int) -> int:
@@ -208,7 +150,10 @@ def insert_vectors(
     dim = int(vectors.shape[1])
     stored = namespace_dim(conn, namespace)
     if stored is None:
-        conn.execute("INSERT INTO vector_namespaces VALUES (?, ?, ?)", (namespace, dim, created_at))
+        conn.execute(
+            "INSERT INTO vector_namespaces (namespace, dim, created_at) VALUES (?, ?, ?)",
+            (namespace, dim, created_at),
+        )
     elif stored != dim:
         raise InvalidInputError(
             f"namespace {namespace!r} holds vectors of dimension {stored}, not {dim}",

@@ -15,12 +15,7 @@ import sqlite3
 from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
-from agcore_lab.store._approvals import APPROVAL_SCHEMA
-from agcore_lab.store._calls import CALL_SCHEMA
-from agcore_lab.store._checkpoints import CHECKPOINT_SCHEMA
-from agcore_lab.store._graph import GRAPH_SCHEMA
-from agcore_lab.store._vectors import VECTOR_SCHEMA
-from agcore_lab.store._vectors import migrate_to_blocks as _vector_blocks
+from agcore_lab.store._vectors import move_vectors_into_blocks
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -116,20 +111,129 @@ def _m001_core(conn: sqlite3.Connection) -> None:
     )
 
 
+# The DDL of m002-m005, m007 and m008 as it was first written (beside the tables' helpers):
+# SQLite keeps each CREATE statement's text in sqlite_master, so it stays byte for byte.
+
+_M002_CHECKPOINTS = """
+CREATE TABLE checkpoints (
+    session_id        TEXT NOT NULL,
+    ckpt_id           TEXT NOT NULL,
+    parent_ckpt_id    TEXT,
+    turn_index        INTEGER NOT NULL,
+    created_at        TEXT NOT NULL,
+    label             TEXT,
+    source            TEXT NOT NULL,
+    message_count     INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd          REAL NOT NULL,
+    agent_name        TEXT NOT NULL,
+    current_slot_id   TEXT NOT NULL,
+    last_summary_turn INTEGER,
+    memory_version    INTEGER NOT NULL,
+    slots_json        TEXT NOT NULL,
+    spend_json        TEXT NOT NULL,
+    PRIMARY KEY (session_id, ckpt_id)
+) WITHOUT ROWID;
+CREATE TABLE slot_states (
+    state_hash TEXT PRIMARY KEY,
+    state_json TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+_M003_APPROVALS = """
+CREATE TABLE pending_calls (
+    interrupt_id          TEXT PRIMARY KEY,
+    session_id            TEXT NOT NULL,
+    run_id                TEXT NOT NULL,
+    tool_call_id          TEXT NOT NULL,
+    tool_name             TEXT NOT NULL,
+    tool_args_json        TEXT NOT NULL,
+    status                TEXT NOT NULL,
+    created_at            TEXT NOT NULL,
+    expires_at            TEXT,
+    decided_at            TEXT,
+    decision_json         TEXT,
+    result_json           TEXT,
+    updated_at            TEXT NOT NULL,
+    remaining_json        TEXT NOT NULL DEFAULT '[]',
+    previous_interrupt_id TEXT,
+    previously_executed   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX pending_calls_session ON pending_calls(session_id, status);
+ALTER TABLE checkpoints ADD COLUMN pending_json TEXT
+"""
+
+_M004_VECTORS = """
+CREATE TABLE vector_namespaces (
+    namespace  TEXT PRIMARY KEY,
+    dim        INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE vectors (
+    seq           INTEGER PRIMARY KEY,
+    namespace     TEXT NOT NULL,
+    doc_id        TEXT NOT NULL,
+    source_id     TEXT,
+    chunk_index   INTEGER,
+    start_index   INTEGER,
+    end_index     INTEGER,
+    mime_type     TEXT NOT NULL,
+    content       TEXT NOT NULL,
+    metadata_json TEXT NOT NULL,
+    embedding     BLOB NOT NULL
+);
+CREATE UNIQUE INDEX vectors_doc ON vectors(namespace, doc_id);
+CREATE INDEX vectors_namespace ON vectors(namespace)
+"""
+
+_M005_GRAPH = """
+CREATE TABLE kg_entities (
+    namespace       TEXT NOT NULL,
+    entity_id       TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    entity_type     TEXT NOT NULL,
+    description     TEXT NOT NULL,
+    properties_json TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (namespace, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX kg_entities_type ON kg_entities(namespace, entity_type);
+CREATE TABLE kg_entity_tags (
+    namespace TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    position  INTEGER NOT NULL,
+    tag       TEXT NOT NULL,
+    PRIMARY KEY (namespace, entity_id, position)
+) WITHOUT ROWID;
+CREATE INDEX kg_entity_tags_tag ON kg_entity_tags(namespace, tag);
+CREATE TABLE kg_relations (
+    namespace       TEXT NOT NULL,
+    source          TEXT NOT NULL,
+    relation_type   TEXT NOT NULL,
+    target          TEXT NOT NULL,
+    weight          REAL NOT NULL,
+    properties_json TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (namespace, source, relation_type, target)
+) WITHOUT ROWID;
+CREATE INDEX kg_relations_target ON kg_relations(namespace, target)
+"""
+
+
 def _m002_checkpoints(conn: sqlite3.Connection) -> None:
-    _run(conn, CHECKPOINT_SCHEMA)
+    _run(conn, _M002_CHECKPOINTS)
 
 
 def _m003_approvals(conn: sqlite3.Connection) -> None:
-    _run(conn, APPROVAL_SCHEMA)
+    # Pending tool calls, and the checkpoints' column for the call a checkpoint holds.
+    _run(conn, _M003_APPROVALS)
 
 
 def _m004_vectors(conn: sqlite3.Connection) -> None:
-    _run(conn, VECTOR_SCHEMA)
+    _run(conn, _M004_VECTORS)
 
 
 def _m005_graph(conn: sqlite3.Connection) -> None:
-    _run(conn, GRAPH_SCHEMA)
+    _run(conn, _M005_GRAPH)
 
 
 def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
@@ -155,12 +259,72 @@ def _m006_shared_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
+_M007_MODEL_CALLS = """
+CREATE TABLE model_calls (
+    session_id        TEXT NOT NULL,
+    call_id           TEXT NOT NULL,
+    slot_id           TEXT NOT NULL,
+    turn_index        INTEGER NOT NULL,
+    kind              TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd          REAL NOT NULL,
+    started_us        INTEGER NOT NULL,
+    latency_us        INTEGER NOT NULL,
+    ttft_us           INTEGER,
+    finish_reason     TEXT,
+    request_hash      BLOB NOT NULL,
+    anchor_node       TEXT,
+    response_id       TEXT,
+    parts_json        TEXT NOT NULL,
+    detail_json       TEXT,
+    PRIMARY KEY (session_id, call_id)
+) WITHOUT ROWID;
+CREATE TABLE call_blobs (
+    hash TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+) WITHOUT ROWID
+"""
+
+
 def _m007_model_calls(conn: sqlite3.Connection) -> None:
-    _run(conn, CALL_SCHEMA)
+    _run(conn, _M007_MODEL_CALLS)
+
+
+# Schema 4 -> blocks: the block table, every stored vector moved into blocks (in insertion
+# order), then ``vectors`` becomes ``vector_docs`` and the ``vectors`` view.
+_M008_BLOCKS = """
+CREATE TABLE vector_blocks (
+    block      INTEGER PRIMARY KEY,
+    namespace  TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    embeddings BLOB NOT NULL
+);
+CREATE INDEX vector_blocks_namespace ON vector_blocks(namespace);
+ALTER TABLE vectors ADD COLUMN block INTEGER;
+ALTER TABLE vectors ADD COLUMN slot INTEGER
+"""
+_M008_VIEW = """
+DROP INDEX vectors_namespace;
+ALTER TABLE vectors DROP COLUMN embedding;
+ALTER TABLE vectors RENAME TO vector_docs;
+CREATE INDEX vector_docs_block ON vector_docs(namespace, block);
+CREATE VIEW vectors AS
+    SELECT d.seq, d.namespace, d.doc_id, d.source_id, d.chunk_index, d.start_index,
+           d.end_index, d.mime_type, d.content, d.metadata_json,
+           substr(b.embeddings, d.slot * 4 * n.dim + 1, 4 * n.dim) AS embedding
+    FROM vector_docs d
+    JOIN vector_blocks b ON b.block = d.block
+    JOIN vector_namespaces n ON n.namespace = d.namespace
+"""
 
 
 def _m008_vector_blocks(conn: sqlite3.Connection) -> None:
-    _vector_blocks(conn)
+    _run(conn, _M008_BLOCKS)
+    move_vectors_into_blocks(conn)
+    _run(conn, _M008_VIEW)
 
 
 def _pending_v2(text: str) -> str | None:

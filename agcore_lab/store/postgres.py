@@ -7,11 +7,14 @@ conformance suite.
 
 - Connections come from a ``psycopg_pool.ConnectionPool`` (``min_size``/``max_size``); a store
   is safe from many threads.
-- Writes are transactions that first take one transaction-level advisory lock per schema, so
-  writers are serialized exactly as SQLite's ``BEGIN IMMEDIATE`` serializes them: every
-  compare-and-set (session versions, turn leases, the status of a pending call) reads and
-  writes with no other writer in between — of any number of concurrent resumes across
-  processes and machines exactly one wins. Reads never wait for writers.
+- Writes are transactions that first lock the rows they will change — the session's row
+  (``SELECT ... FOR UPDATE``) for the version compare-and-set, leases, checkpoints, rollbacks
+  and forks; the pending call's row for a resume or a settle — and only then read, so every
+  compare-and-set reads and writes with no other writer of *that row* in between: of any
+  number of concurrent resumes across processes and machines exactly one wins. Writers of
+  different sessions do not wait for each other (only their change-feed rows are put in
+  commit order). The locks and their order are in :mod:`agcore_lab.store._pg_locks`. Reads
+  never wait for writers.
 - Other processes' changes are announced with ``LISTEN/NOTIFY`` (a trigger on the change
   feed), so a manager's watcher sees them without polling the tables.
 - Each store lives in its own schema (``schema="agcore"`` by default), created with its
@@ -30,8 +33,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from agcore_lab.errors import InvalidInputError, StorageError
+from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
 from agcore_lab.store._pg_dialect import PgConnection, Row
+from agcore_lab.store._pg_locks import take_locks
 from agcore_lab.store._pg_schema import apply_pg_migrations
 from agcore_lab.store._sqlite_errors import decoding
 from agcore_lab.store.sqlite import SqliteStore
@@ -107,8 +111,12 @@ class PostgresStore(SqliteStore):
         self._listen: Any = None
         self._token = 0
 
+        self._timeout = timeout
+
         def configure(conn: Any) -> None:
             conn.execute(f'SET search_path TO "{schema}"')
+            # A write waits this long for another writer's row lock (SQLite's busy timeout).
+            conn.execute(f"SET lock_timeout = {max(1, int(timeout * 1000))}")
 
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout)) as conn:
@@ -133,11 +141,43 @@ class PostgresStore(SqliteStore):
     # -- plumbing ---------------------------------------------------------------------------
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def _write(
+        self,
+        *,
+        sessions: Sequence[str] = (),
+        memory: Sequence[str] = (),
+        pending: Sequence[str] = (),
+        shares: bool = False,
+        collects: bool = False,
+    ) -> Iterator[Any]:
+        # Row locks, not one lock for the whole schema: writers of different sessions run
+        # side by side (see agcore_lab.store._pg_locks for what is locked, in which order).
+        errors = self._psycopg.errors
         try:
             with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._write_key,))
+                take_locks(
+                    conn,
+                    sessions=sessions,
+                    memory=memory,
+                    pending=pending,
+                    shares=shares,
+                    collects=collects,
+                )
                 yield PgConnection(conn)
+        except errors.UniqueViolation as exc:
+            if exc.diag.constraint_name != "sessions_pkey":
+                raise StorageError(f"write failed: {exc}", path=self.path) from exc
+            # Two writers created the same session id at once: the later one loses, as it
+            # would have had it come second.
+            raise ConflictError(
+                "a session with this id exists", session_id=sessions[0] if sessions else None
+            ) from exc
+        except errors.LockNotAvailable as exc:
+            raise StorageError(
+                f"another writer held a lock this write needs for more than {self._timeout:g} "
+                "s (the store's timeout); try again",
+                path=self.path,
+            ) from exc
         except self._psycopg.Error as exc:
             raise StorageError(f"write failed: {exc}", path=self.path) from exc
 
@@ -145,8 +185,10 @@ class PostgresStore(SqliteStore):
         return self._locked_read(lambda conn: conn.execute(sql, params).fetchall())
 
     def _locked_read(self, read: Callable[[Any], T], table: str = "?", key: object = None) -> T:
+        # No BEGIN/COMMIT around a read: under READ COMMITTED each statement reads its own
+        # snapshot inside a transaction too, so one would only cost two round trips.
         try:
-            with self._pool.connection() as conn, conn.transaction(), decoding(table, key):
+            with self._pool.connection() as conn, decoding(table, key):
                 return read(PgConnection(conn))
         except self._psycopg.Error as exc:
             raise StorageError(f"read failed: {exc}", path=self.path) from exc
@@ -154,9 +196,16 @@ class PostgresStore(SqliteStore):
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Any]:
         """One transaction (a :class:`~agcore_lab.store._pg_dialect.PgConnection`), for code
-        that keeps its own tables; ``write=True`` takes the store's write lock first."""
+        that keeps its own tables.
+
+        ``write=True`` first takes one advisory lock of the schema that only these
+        transactions take: code that reads, then writes its own tables (vector blocks, graph
+        rows) needs no locking of its own, as with SQLite's ``BEGIN IMMEDIATE``. The store's
+        own writes do not wait for it (they lock rows).
+        """
         if write:
             with self._write() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (self._write_key,))
                 yield conn
             return
         try:

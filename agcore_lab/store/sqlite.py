@@ -96,6 +96,9 @@ __all__ = ["SqliteStore"]
 T = TypeVar("T")
 
 
+# The columns of a slots row, in the order of slot_values.
+
+
 def _ts(value: datetime) -> str:
     return value.isoformat()
 
@@ -138,7 +141,7 @@ class SqliteStore(SqliteConnection):
     ) -> None:
         """Insert a new session (and its first slots, and its first checkpoint when given) in
         one transaction; ``ConflictError`` if its id is taken."""
-        with self._write() as conn:
+        with self._write(sessions=[record.session_id]) as conn:
             if stored_version(conn, record.session_id) is not None:
                 raise ConflictError("a session with this id exists", session_id=record.session_id)
             insert_session(conn, record)
@@ -190,7 +193,7 @@ class SqliteStore(SqliteConnection):
         Refused while another writer's turn lease is live, and when ``expected_version`` is
         given and the store holds another.
         """
-        with self._write() as conn:
+        with self._write(sessions=[session_id], memory=[session_id], collects=True) as conn:
             version = stored_version(conn, session_id)
             if version is None:
                 return False
@@ -215,7 +218,7 @@ class SqliteStore(SqliteConnection):
     def acquire_lease(self, session_id: str, holder: str, *, ttl: float) -> int:
         """Take the session's turn lease (``SessionBusyError`` if another holder's is live);
         return the stored version."""
-        with self._write() as conn:
+        with self._write(sessions=[session_id]) as conn:
             return acquire_lease(conn, session_id, holder, ttl, utcnow())
 
     def renew_lease(self, session_id: str, holder: str, *, ttl: float) -> bool:
@@ -270,7 +273,7 @@ class SqliteStore(SqliteConnection):
         new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
         transaction (the last write of a turn)."""
         sid = session.session_id
-        with self._write() as conn:
+        with self._write(sessions=[sid], shares=True) as conn:
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
             if release_lease and lease_holder is not None:
                 release_lease_row(conn, sid, lease_holder)
@@ -310,7 +313,7 @@ class SqliteStore(SqliteConnection):
 
     def put_checkpoint(self, ckpt: CkptMeta, *, expected_version: int | None = None) -> None:
         """Store one checkpoint row (of a session still at ``expected_version``, if given)."""
-        with self._write() as conn:
+        with self._write(sessions=[ckpt.session_id]) as conn:
             version = stored_version(conn, ckpt.session_id)
             if version is None:
                 raise SessionNotFoundError(
@@ -345,7 +348,7 @@ class SqliteStore(SqliteConnection):
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""
-        with self._write() as conn:
+        with self._write(sessions=[session_id]) as conn:
             delete_calls_of_checkpoints(conn, session_id, ckpt_ids)
             return delete_checkpoints(conn, session_id, ckpt_ids)
 
@@ -360,7 +363,8 @@ class SqliteStore(SqliteConnection):
     ) -> int:
         """Give ``session`` the state of ``ckpt`` and store ``marker``, atomically (a new
         session with ``create=True``, else a version-checked update)."""
-        with self._write() as conn:
+        sessions = [session.session_id, ckpt.session_id]
+        with self._write(sessions=sessions, memory=[session.session_id], shares=True) as conn:
             if create:
                 if stored_version(conn, session.session_id) is not None:
                     raise ConflictError(
@@ -446,7 +450,7 @@ class SqliteStore(SqliteConnection):
         """Compare-and-set one call's status; exactly one concurrent caller wins."""
         now = utcnow()
         until = now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None
-        with self._write() as conn:
+        with self._write(pending=[interrupt_id]) as conn:
             call, error = decide_pending(
                 conn,
                 session_id=session_id,
@@ -478,7 +482,7 @@ class SqliteStore(SqliteConnection):
         """Store model-call records in a write of their own (failed turns, summaries)."""
         if not calls:
             return
-        with self._write() as conn:
+        with self._write(shares=True) as conn:
             insert_calls(conn, calls)
 
     def list_calls(
@@ -520,12 +524,12 @@ class SqliteStore(SqliteConnection):
             raise InvalidInputError(
                 f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
             ) from exc
-        with self._write() as conn:
+        with self._write(memory=[session_id]) as conn:
             return write_memory(conn, session_id, key, value_json, metadata_json, _ts(utcnow()))
 
     def memory_delete(self, session_id: str, key: str) -> bool:
         """Delete ``key``; ``False`` if it was not set."""
-        with self._write() as conn:
+        with self._write(memory=[session_id]) as conn:
             return delete_memory(conn, session_id, key, _ts(utcnow()))
 
     def memory_entries(

@@ -1,0 +1,49 @@
+"""All SQLite migration DDL lives in ``store/migrations.py``, and moving it there changed
+nothing a database holds: a fresh file migrated to schema 10 has the very ``sqlite_master`` a
+file made before the move had (the text of every CREATE statement, byte for byte)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import agcore_lab.store as store_package
+from agcore_lab.store.migrations import MIGRATIONS
+
+GOLDEN = Path(__file__).resolve().parents[2] / "data" / "schema_m010.json"
+
+
+def _schema_after(count: int, path: Path) -> list[list[str]]:
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number, migration in enumerate(MIGRATIONS[:count], start=1):
+        conn.execute("BEGIN IMMEDIATE")
+        migration(conn)
+        conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")
+    rows = conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+    ).fetchall()
+    conn.close()
+    return [list(row) for row in rows]
+
+
+def test_schema_ten_is_byte_identical_to_the_one_made_before_the_ddl_moved(
+    tmp_path: Path,
+) -> None:
+    # tests/data/schema_m010.json was written from a fresh file by the code before the move.
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert len(golden) == 35
+    assert _schema_after(10, tmp_path / "fresh.db") == golden
+
+
+def test_no_store_module_but_migrations_holds_sqlite_ddl() -> None:
+    ddl = re.compile(r"\b(CREATE (UNIQUE )?(TABLE|INDEX|VIEW)|ALTER TABLE|DROP INDEX)\b")
+    holders = sorted(
+        path.name
+        for path in Path(store_package.__file__).parent.glob("*.py")
+        if path.name not in ("migrations.py", "_pg_schema.py")  # PostgreSQL has its own
+        and ddl.search(path.read_text(encoding="utf-8"))
+    )
+    assert holders == []
