@@ -71,7 +71,8 @@ def insert_pg_vectors(
     stored = pg_namespace_dim(conn, namespace)
     if stored is None:
         conn.execute(
-            "INSERT INTO vector_namespaces VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO vector_namespaces (namespace, dim, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (namespace, dim, created_at),
         )
         stored = pg_namespace_dim(conn, namespace)
