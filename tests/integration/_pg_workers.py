@@ -58,8 +58,8 @@ def die_mid_commit(url: str, session_id: str, marker: str, asked_path: str) -> N
 
     real_insert_calls = sqlite_module.insert_calls
 
-    def insert_calls_then_hang(conn: Any, calls: Any) -> None:
-        real_insert_calls(conn, calls)
+    def insert_calls_then_hang(conn: Any, calls: Any, *rest: Any) -> None:
+        real_insert_calls(conn, calls, *rest)
         with open(marker, "w", encoding="utf-8") as note:
             note.write(str(os.getpid()))
             note.flush()
