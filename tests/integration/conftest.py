@@ -17,6 +17,10 @@ from typing import Any
 
 import pytest
 
+# The worker modules are imported by name in spawned processes (see each one's docstring); they
+# hold no tests or doctests, and one imports another by name, which only works on their path.
+collect_ignore_glob = ["_*_workers.py"]
+
 Behaviour = Callable[["_Handler"], None]
 
 
