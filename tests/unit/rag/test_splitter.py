@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.rag import DEFAULT_SEPARATORS, Document, RecursiveCharacterSplitter
+from agcore_lab.rag import DEFAULT_SEPARATORS, Document, RecursiveCharacterSplitter, _bulk
 from agcore_lab.rag._walk import walkable
 from agcore_lab.rag.splitter import KeepSeparator
 
@@ -73,6 +74,19 @@ def _quiet_langchain() -> Iterator[None]:
     logger.setLevel(level)
 
 
+@pytest.fixture(params=["walk", "bulk"])
+def merge(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test with each way of merging a text's pieces: walked chunk by chunk (with
+    the eager split where the walk cannot go), or all at once by the bulk merge, which the
+    splitter otherwise keeps for long texts of few pieces per chunk."""
+    if request.param == "bulk":
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", 0)
+        monkeypatch.setattr(_bulk, "BULK_MAX_PIECES", math.inf)
+    else:
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", math.inf)
+    return str(request.param)
+
+
 def _pair(
     size: int, overlap: int, seps: list[str] | None, keep: KeepSeparator, strip: bool = True
 ) -> tuple[RecursiveCharacterSplitter, RecursiveCharacterTextSplitter]:
@@ -92,6 +106,7 @@ def _pair(
 
 @pytest.mark.parametrize("keep", KEEP_MODES)
 @pytest.mark.parametrize("name", sorted(TEXTS))
+@pytest.mark.usefixtures("merge")
 def test_same_chunks_as_langchain(name: str, keep: KeepSeparator) -> None:
     text = TEXTS[name]
     for size, overlap in SIZES:
@@ -102,6 +117,7 @@ def test_same_chunks_as_langchain(name: str, keep: KeepSeparator) -> None:
 
 
 @pytest.mark.parametrize("keep", KEEP_MODES)
+@pytest.mark.usefixtures("merge")
 def test_same_chunks_as_langchain_on_random_texts(keep: KeepSeparator) -> None:
     rng = random.Random(f"parity-{keep}")
     tokens = ["word", "ab", " ", "  ", ". ", "。", "\n", "\n\n", "\n\n\n", "😀", "中文", "？", "aa"]
@@ -114,6 +130,7 @@ def test_same_chunks_as_langchain_on_random_texts(keep: KeepSeparator) -> None:
         assert ours.split_text(text) == theirs.split_text(text), (text, size, overlap, seps)
 
 
+@pytest.mark.usefixtures("merge")
 def test_large_text_matches_langchain_in_every_mode() -> None:
     text = "\n\n".join([ENGLISH, CODE, CHINESE, MIXED, EMOJI, RUNS] * 40)
     for keep in KEEP_MODES:
