@@ -214,14 +214,6 @@ def insert_vectors(
             f"namespace {namespace!r} holds vectors of dimension {stored}, not {dim}",
             namespace=namespace,
         )
-    # Checked first, in this transaction: another process may have stored them.
-    taken = _taken(conn, namespace, [row[0] for row in rows])
-    if taken:
-        raise ConflictError(
-            f"ids already stored in namespace {namespace!r}: {', '.join(taken[:5])}; "
-            "remove them first or add them with replace=[...]",
-            namespace=namespace,
-        )
     little = vectors.astype("<f4", copy=False)
     capacity, count = block_capacity(dim), len(rows)
     # The namespace's last blocks join the first new one while they are no bigger than what is
@@ -267,17 +259,33 @@ def insert_vectors(
         blocks_of += [block] * (stop - start)
         slots += range(stop - start)
         start = stop
-    conn.executemany(
-        "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
-        "end_index, mime_type, content, metadata_json, block, slot) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            _row(namespace, doc_id, content, metadata, mime_type, block, slot)
-            for (doc_id, content, metadata, mime_type), block, slot in zip(
-                rows, blocks_of, slots, strict=True
-            )
-        ],
-    )
+    conn.execute("SAVEPOINT vector_docs")
+    try:
+        conn.executemany(
+            "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
+            "end_index, mime_type, content, metadata_json, block, slot) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                _row(namespace, doc_id, content, metadata, mime_type, block, slot)
+                for (doc_id, content, metadata, mime_type), block, slot in zip(
+                    rows, blocks_of, slots, strict=True
+                )
+            ],
+        )
+    except sqlite3.IntegrityError:
+        # Perhaps the unique index on (namespace, doc_id) refused a row: an id stored
+        # already, perhaps by another process. Which ones is asked only now, with this
+        # batch's rows undone (the caller's transaction then rolls back everything).
+        conn.execute("ROLLBACK TO vector_docs")
+        taken = _taken(conn, namespace, [row[0] for row in rows])
+        if not taken:
+            raise
+        raise ConflictError(
+            f"ids already stored in namespace {namespace!r}: {', '.join(taken[:5])}; "
+            "remove them first or add them with replace=[...]",
+            namespace=namespace,
+        ) from None
+    conn.execute("RELEASE vector_docs")
 
 
 def _taken(conn: sqlite3.Connection, namespace: str, ids: list[str]) -> list[str]:

@@ -252,6 +252,13 @@ def test_sqlite_duplicate_id_written_by_another_view_is_a_conflict() -> None:
     with pytest.raises(ConflictError, match="namespace 'ns': a"):
         second.add(_docs("a"), _vectors(_docs("a")))  # its memory is stale; the file is not
     assert len(second) == 0
+    # New ids beside a taken one: the conflict names only the taken one, and none is stored.
+    batch = _docs("b", "a", "c")
+    with pytest.raises(ConflictError, match="namespace 'ns': a; remove"):
+        second.add(batch, _vectors(batch))
+    assert len(second) == 0 and second.file_rows() == 1
+    with db.transaction(write=False) as conn:
+        assert conn.execute("SELECT sum(count) FROM vector_blocks").fetchone() == (1,)
     second.reload()
     assert second.ids() == ["a"]
 
