@@ -29,29 +29,40 @@ Found = list[tuple[float, int, str]]
 """``(-score, level, entity_id)`` per reached entity, sorted: best first, then by depth and id."""
 
 
-def _arrivals(
-    sides: list[Any],
-    frontier: list[str],
-    scores: dict[str, float],
-    parents: dict[str, str],
-    types: frozenset[str] | None,
-) -> dict[str, float]:
-    """The next level: the best score of each entity first reached from ``frontier`` (its
-    parent goes to ``parents``). Written out twice, so that following every relation type,
-    the common case, tests nothing per relation."""
+Level = tuple[dict[str, float], dict[str, str]]
+# One level of the walk: the best score of each entity first reached, and its parent.
+
+
+def _arrivals(sides: list[Any], frontier: list[str], scores: dict[str, float]) -> Level:
+    """The next level, following every relation type (the common case: nothing is tested
+    per relation)."""
     arrivals: dict[str, float] = {}
+    parents: dict[str, str] = {}
     for node in frontier:
         score = scores[node]
         for side in sides:
             for other, keyed in side[node].items():
                 if other in scores:
                     continue  # reached at an earlier level (or the source)
-                if types is None:
-                    for data in keyed.values():
-                        candidate = score * float(data.get("weight", 1.0))
-                        if other not in arrivals or candidate > arrivals[other]:
-                            arrivals[other] = candidate
-                            parents[other] = node
+                for data in keyed.values():
+                    candidate = score * float(data.get("weight", 1.0))
+                    if other not in arrivals or candidate > arrivals[other]:
+                        arrivals[other] = candidate
+                        parents[other] = node
+    return arrivals, parents
+
+
+def _typed_arrivals(
+    sides: list[Any], frontier: list[str], scores: dict[str, float], types: frozenset[str]
+) -> Level:
+    """:func:`_arrivals`, following only relations of these types."""
+    arrivals: dict[str, float] = {}
+    parents: dict[str, str] = {}
+    for node in frontier:
+        score = scores[node]
+        for side in sides:
+            for other, keyed in side[node].items():
+                if other in scores:
                     continue
                 for key, data in keyed.items():
                     if key in types:
@@ -59,7 +70,7 @@ def _arrivals(
                         if other not in arrivals or candidate > arrivals[other]:
                             arrivals[other] = candidate
                             parents[other] = node
-    return arrivals
+    return arrivals, parents
 
 
 def search(
@@ -77,7 +88,8 @@ def search(
     """
     if depth < 0:
         raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
-    direction = RelationDirection(direction)
+    if type(direction) is not RelationDirection:  # a plain string ("both"): calling the
+        direction = RelationDirection(direction)  # enum costs as much as a short walk
     types = None if relation_types is None else frozenset(relation_types)
     # networkx's own adjacency dicts (node -> neighbour -> key -> data), as its algorithms
     # read them: no edge views or tuples per step.
@@ -91,19 +103,22 @@ def search(
     if source not in graph._succ:
         return found, paths
     scores: dict[str, float] = {source: 1.0}
-    parents: dict[str, str] = {}
     frontier = [source]
     for level in range(1, depth + 1):
         if len(frontier) > 1:
             frontier.sort()  # equal scores: the path found first in id order wins
-        arrivals = _arrivals(sides, frontier, scores, parents, types)
+        arrivals, parents = (
+            _arrivals(sides, frontier, scores)
+            if types is None
+            else _typed_arrivals(sides, frontier, scores, types)
+        )
         if not arrivals:
             break
         scores.update(arrivals)
-        for node, score in arrivals.items():
-            paths[node] = [*paths[parents[node]], node]
-            found.append((-score, level, node))
-        frontier = list(arrivals)
+        for node, parent in parents.items():
+            paths[node] = [*paths[parent], node]
+        found += [(-score, level, node) for node, score in arrivals.items()]
+        frontier = [*arrivals]
     found.sort()
     return found, paths
 

@@ -21,9 +21,10 @@ pieces tile the text (the separator is kept, or dropped with no two separators t
 merge is walked chunk by chunk, searching with ``str.rfind`` / ``str.find`` only near chunk
 edges (:mod:`agcore_lab.rag._walk`); a long text of few pieces per chunk is instead merged
 all at once from its split points, with numpy (:mod:`agcore_lab.rag._bulk`). Otherwise the
-text is split once with ``str.split`` and merged with prefix sums and bisection. The ``""`` separator (one piece per code point) is a
-sliding window. That is what makes it faster, and it also gives each chunk's exact
-``start_index`` / ``end_index`` in the source (LangChain searches for the chunk text instead).
+text is split once with ``str.split`` and merged with prefix sums and bisection. The ``""``
+separator (one piece per code point) is a sliding window. That is what makes it faster, and it
+also gives each chunk's exact ``start_index`` / ``end_index`` in the source (LangChain
+searches for the chunk text instead).
 """
 
 from __future__ import annotations

@@ -328,3 +328,29 @@ def test_vectors_returns_the_stored_unit_vectors_by_id() -> None:
     copy = store.vectors()
     copy[0] = 0
     assert np.allclose(store.vectors("a"), [[0.6, 0.8]])  # a copy: the store is untouched
+
+
+def test_sqlite_metadata_json_is_the_store_encoding_and_nan_is_refused() -> None:
+    from agcore_lab.store._json import compact
+
+    db = SqliteStore(":memory:")
+    store = SqliteVectorStore(db, "ns")
+    metadata = {
+        "title": "Café 会话 😀",
+        "n": 3,
+        "x": 0.25,
+        "ok": True,
+        "none": None,
+        "nested": {"list": [1, "two", {"three": 3.0}]},
+        "quote": 'a "b" \\ c\n',
+    }
+    docs = [Document(id="a", content="alpha", metadata=metadata)]
+    store.add(docs, _vectors(docs))
+    with db.transaction(write=False) as conn:
+        (stored,) = conn.execute("SELECT metadata_json FROM vector_docs").fetchone()
+    assert stored == compact(metadata)
+    assert SqliteVectorStore(db, "ns").get(["a"])[0].metadata == metadata
+    bad = [Document.trusted("b", "beta", {"x": float("nan")}, "text/plain")]
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        store.add(bad, _vectors(bad))
+    assert store.ids() == ["a"] and store.file_rows() == 1
