@@ -275,3 +275,34 @@ def test_each_chunk_is_found_at_its_start_index(
         else:
             assert text[start:end] == chunk.content
             assert text.find(chunk.content, start) == start
+
+
+def test_long_texts_of_few_pieces_per_chunk_are_merged_in_bulk() -> None:
+    # Which merge runs is a matter of speed only (the parity tests above run both on every
+    # case); this pins down the choice the benchmark's 1,000-character rows depend on.
+    paragraphs = "\n\n".join(f"Paragraph {i}: " + "word " * (60 + i % 40) for i in range(400))
+    assert _bulk.bulk_pays(paragraphs, "\n\n", 1000)  # about 2.5 paragraphs per chunk
+    assert not _bulk.bulk_pays(paragraphs, "\n\n", 4000)  # about 10: the walk is faster
+    assert not _bulk.bulk_pays(paragraphs[:20_000], "\n\n", 1000)  # too short to pay
+    for keep in KEEP_MODES:
+        ours, theirs = _pair(1000, 200, None, keep)
+        assert ours.split_text(paragraphs) == theirs.split_text(paragraphs)
+        spans = ours.chunk_spans(paragraphs)
+        assert [s.text for s in spans] == ours.split_text(paragraphs)
+        for span in spans:
+            assert paragraphs[span.start : span.end] == span.text
+
+
+@pytest.mark.parametrize("keep", KEEP_MODES)
+def test_spans_are_the_same_whichever_merge(
+    keep: KeepSeparator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "\n\n".join([ENGLISH, CODE, CHINESE, MIXED, EMOJI, RUNS, LONG_WORDS] * 30)
+    for size, overlap in ((40, 10), (200, 20), (1000, 200)):
+        splitter = RecursiveCharacterSplitter(size, overlap, keep_separator=keep)
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", math.inf)
+        walked = splitter.chunk_spans(text)
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", 0)
+        monkeypatch.setattr(_bulk, "BULK_MAX_PIECES", math.inf)
+        assert splitter.chunk_spans(text) == walked
+        monkeypatch.undo()
