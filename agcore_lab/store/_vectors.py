@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json.encoder
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -218,11 +218,13 @@ def _insert_block(conn: sqlite3.Connection, namespace: str, data: bytes, count: 
 def insert_vectors(
     conn: sqlite3.Connection,
     namespace: str,
-    rows: Sequence[tuple[str, str, dict[str, Any], str]],
+    ids: Sequence[str],
+    records: Iterable[tuple[str, dict[str, Any], str]],
     vectors: NDArray[np.float32],
     created_at: str,
 ) -> None:
-    """Insert ``rows`` (id, content, metadata, MIME type) with their unit ``vectors``.
+    """Insert documents (``ids``, with their (content, metadata, MIME type) ``records``, read
+    once) with their unit ``vectors``.
 
     Raises:
         InvalidInputError: The namespace holds vectors of another dimension.
@@ -238,7 +240,7 @@ def insert_vectors(
             namespace=namespace,
         )
     little = vectors.astype("<f4", copy=False)
-    capacity, count = block_capacity(dim), len(rows)
+    capacity, count = block_capacity(dim), len(ids)
     # The namespace's last blocks join the first new one while they are no bigger than what is
     # added and everything fits in one block (so small adds do not each leave a small block).
     merged: list[tuple[int, int]] = []
@@ -288,19 +290,21 @@ def insert_vectors(
             "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
             "end_index, mime_type, content, metadata_json, block, slot) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [
+            # A generator: each row's tuple is gone once bound, so a bulk add does not hold
+            # (and make the garbage collector walk) one more object per document.
+            (
                 _row(namespace, doc_id, content, metadata, mime_type, block, slot)
-                for (doc_id, content, metadata, mime_type), block, slot in zip(
-                    rows, blocks_of, slots, strict=True
+                for doc_id, (content, metadata, mime_type), block, slot in zip(
+                    ids, records, blocks_of, slots, strict=True
                 )
-            ],
+            ),
         )
     except sqlite3.IntegrityError:
         # Perhaps the unique index on (namespace, doc_id) refused a row: an id stored
         # already, perhaps by another process. Which ones is asked only now, with this
         # batch's rows undone (the caller's transaction then rolls back everything).
         conn.execute("ROLLBACK TO vector_docs")
-        taken = _taken(conn, namespace, [row[0] for row in rows])
+        taken = _taken(conn, namespace, list(ids))
         if not taken:
             raise
         raise ConflictError(
