@@ -39,8 +39,6 @@ EdgeRow = tuple[str, str, str, float, dict[str, JsonValue]]
 """``(source, relation_type, target, weight, properties)``: one relation as loaded."""
 _RELATIONS = TypeAdapter(list[GraphRelation])
 
-_SCORED = TypeAdapter(list[ScoredEntity])
-
 
 class InMemoryGraph:
     """A knowledge graph held in memory.
