@@ -354,3 +354,14 @@ def test_sqlite_metadata_json_is_the_store_encoding_and_nan_is_refused() -> None
     with pytest.raises(ValueError, match="not JSON compliant"):
         store.add(bad, _vectors(bad))
     assert store.ids() == ["a"] and store.file_rows() == 1
+
+
+@pytest.mark.parametrize("make", [_memory, _sqlite])
+def test_an_id_twice_in_one_add_is_named_and_nothing_is_stored(
+    make: Callable[[], VectorStore],
+) -> None:
+    store = make()
+    docs = _docs("a", "b", "c", "b", "a")
+    with pytest.raises(InvalidInputError, match="id 'b' appears twice in one add"):
+        store.add(docs, _vectors(docs))
+    assert len(store) == 0 and store.ids() == []
