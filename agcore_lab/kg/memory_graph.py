@@ -28,7 +28,7 @@ from agcore_lab.kg.types import (
     ScoredEntity,
     TagConstraints,
 )
-from agcore_lab.kg.walk import walk
+from agcore_lab.kg.walk import scored, search
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,8 +38,6 @@ __all__ = ["EdgeRow", "InMemoryGraph", "from_triples"]
 EdgeRow = tuple[str, str, str, float, dict[str, JsonValue]]
 """``(source, relation_type, target, weight, properties)``: one relation as loaded."""
 _RELATIONS = TypeAdapter(list[GraphRelation])
-
-_SCORED = TypeAdapter(list[ScoredEntity])
 
 
 class InMemoryGraph:
@@ -264,15 +262,8 @@ class InMemoryGraph:
         """
         with self._lock:
             self._require(entity_id)
-            steps = walk(self._graph, entity_id, depth, direction, relation_types)
-            entities = self._entities
-            # One validation call for the whole list (pydantic-core builds each result).
-            return _SCORED.validate_python(
-                [
-                    {"entity": entities[node], "score": score, "path": path}
-                    for node, score, path in steps
-                ]
-            )
+            found, paths = search(self._graph, entity_id, depth, direction, relation_types)
+            return scored(self._entities, found, paths)
 
     async def find_by_keywords(
         self, keywords: str | Sequence[str], limit: int = 10

@@ -9,24 +9,53 @@ first, then by depth and id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 import networkx as nx
+from pydantic import BaseModel
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.kg.types import RelationDirection
+from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
-__all__ = ["WalkStep", "walk"]
+__all__ = ["Found", "WalkStep", "scored", "search", "walk"]
 
 WalkStep = tuple[str, float, list[str]]
 """``(entity_id, score, path)``; ``path`` runs from the start to ``entity_id``."""
 
+Found = list[tuple[float, int, str]]
+"""``(-score, level, entity_id)`` per reached entity, sorted: best first, then by depth and id."""
 
-def _arrivals(
-    sides: list[Any], frontier: list[str], scores: dict[str, float], types: frozenset[str] | None
-) -> tuple[dict[str, float], dict[str, str]]:
-    """The next level: the best score of each new entity, and the node it came from."""
+
+Level = tuple[dict[str, float], dict[str, str]]
+# One level of the walk: the best score of each entity first reached, and its parent.
+
+
+def _arrivals(sides: list[Any], frontier: list[str], scores: dict[str, float]) -> Level:
+    """The next level, following every relation type (the common case: nothing is tested
+    per relation)."""
+    arrivals: dict[str, float] = {}
+    parents: dict[str, str] = {}
+    for node in frontier:
+        score = scores[node]
+        for side in sides:
+            for other, keyed in side[node].items():
+                if other in scores:
+                    continue  # reached at an earlier level (or the source)
+                for data in keyed.values():
+                    candidate = score * float(data.get("weight", 1.0))
+                    if other not in arrivals or candidate > arrivals[other]:
+                        arrivals[other] = candidate
+                        parents[other] = node
+    return arrivals, parents
+
+
+def _typed_arrivals(
+    sides: list[Any], frontier: list[str], scores: dict[str, float], types: frozenset[str]
+) -> Level:
+    """:func:`_arrivals`, following only relations of these types."""
     arrivals: dict[str, float] = {}
     parents: dict[str, str] = {}
     for node in frontier:
@@ -36,14 +65,62 @@ def _arrivals(
                 if other in scores:
                     continue
                 for key, data in keyed.items():
-                    if types is not None and key not in types:
-                        continue
-                    candidate = score * float(data.get("weight", 1.0))
-                    best = arrivals.get(other)
-                    if best is None or candidate > best:
-                        arrivals[other] = candidate
-                        parents[other] = node
+                    if key in types:
+                        candidate = score * float(data.get("weight", 1.0))
+                        if other not in arrivals or candidate > arrivals[other]:
+                            arrivals[other] = candidate
+                            parents[other] = node
     return arrivals, parents
+
+
+def search(
+    graph: nx.MultiDiGraph,
+    source: str,
+    depth: int,
+    direction: RelationDirection = RelationDirection.Outgoing,
+    relation_types: Iterable[str] | None = None,
+) -> tuple[Found, dict[str, list[str]]]:
+    """The walk's results before they are shaped: the sorted ``(-score, level, id)`` of every
+    reached entity, and each one's path (the source's own too). See :func:`walk`.
+
+    Raises:
+        InvalidInputError: ``depth`` is negative.
+    """
+    if depth < 0:
+        raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
+    if type(direction) is not RelationDirection:  # a plain string ("both"): calling the
+        direction = RelationDirection(direction)  # enum costs as much as a short walk
+    types = None if relation_types is None else frozenset(relation_types)
+    # networkx's own adjacency dicts (node -> neighbour -> key -> data), as its algorithms
+    # read them: no edge views or tuples per step.
+    sides: list[Any] = []
+    if direction is not RelationDirection.Incoming:
+        sides.append(graph._succ)
+    if direction is not RelationDirection.Outgoing:
+        sides.append(graph._pred)
+    paths: dict[str, list[str]] = {source: [source]}
+    found: Found = []
+    if source not in graph._succ:
+        return found, paths
+    scores: dict[str, float] = {source: 1.0}
+    frontier = [source]
+    for level in range(1, depth + 1):
+        if len(frontier) > 1:
+            frontier.sort()  # equal scores: the path found first in id order wins
+        arrivals, parents = (
+            _arrivals(sides, frontier, scores)
+            if types is None
+            else _typed_arrivals(sides, frontier, scores, types)
+        )
+        if not arrivals:
+            break
+        scores.update(arrivals)
+        for node, parent in parents.items():
+            paths[node] = [*paths[parent], node]
+        found += [(-score, level, node) for node, score in arrivals.items()]
+        frontier = [*arrivals]
+    found.sort()
+    return found, paths
 
 
 def walk(
@@ -75,32 +152,35 @@ def walk(
         >>> walk(g, "a", 2)
         [('b', 0.5, ['a', 'b'])]
     """
-    if depth < 0:
-        raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
-    direction = RelationDirection(direction)
-    types = None if relation_types is None else frozenset(relation_types)
-    # networkx's own adjacency dicts (node -> neighbour -> key -> data), as its algorithms
-    # read them: no edge views or tuples per step. Each level's winners get their path once,
-    # from their parent's, and the results sort as plain tuples.
-    sides: list[Any] = []
-    if direction is not RelationDirection.Incoming:
-        sides.append(graph._succ)
-    if direction is not RelationDirection.Outgoing:
-        sides.append(graph._pred)
-    if source not in graph._succ:
-        return []
-    scores: dict[str, float] = {source: 1.0}
-    paths: dict[str, list[str]] = {source: [source]}
-    found: list[tuple[float, int, str]] = []  # (-score, level, id): sorts best first
-    frontier = [source]
-    for level in range(1, depth + 1):
-        arrivals, parents = _arrivals(sides, sorted(frontier), scores, types)
-        if not arrivals:
-            break
-        scores.update(arrivals)
-        for node, score in arrivals.items():
-            paths[node] = [*paths[parents[node]], node]
-            found.append((-score, level, node))
-        frontier = list(arrivals)
-    found.sort()
+    found, paths = search(graph, source, depth, direction, relation_types)
     return [(node, -negative, paths[node]) for negative, _, node in found]
+
+
+# The four slots every pydantic model instance has, set as its own validator sets them (the
+# setters of BaseModel's slot descriptors, mapped over many instances at once).
+_SLOTS = BaseModel.__dict__
+_SET_DICT = _SLOTS["__dict__"].__set__
+_SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
+_SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
+_SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
+_SCORED_FIELDS = frozenset(ScoredEntity.model_fields)
+
+
+def scored(
+    entities: Mapping[str, GraphEntity], found: Found, paths: dict[str, list[str]]
+) -> list[ScoredEntity]:
+    """The results of :func:`search` as :class:`ScoredEntity` objects, built without a
+    validation pass: every value is already of its field's type (an entity from the graph, a
+    float, a fresh list of ids). A walk returns dozens of them, and building them is most of
+    its cost."""
+    count = len(found)
+    results: list[ScoredEntity] = list(map(ScoredEntity.__new__, repeat(ScoredEntity, count)))
+    fields = [
+        {"entity": entities[node], "score": -negative, "path": paths[node]}
+        for negative, _, node in found
+    ]
+    deque(map(_SET_DICT, results, fields), 0)
+    deque(map(_SET_FIELDS, results, repeat(set(_SCORED_FIELDS), count)), 0)
+    deque(map(_SET_EXTRA, results, repeat(None, count)), 0)
+    deque(map(_SET_PRIVATE, results, repeat(None, count)), 0)
+    return results

@@ -19,10 +19,12 @@ exactly what LangChain's ``RecursiveCharacterTextSplitter`` (langchain-text-spli
 This implementation works on offsets into the original text, not on piece strings. Where the
 pieces tile the text (the separator is kept, or dropped with no two separators touching) the
 merge is walked chunk by chunk, searching with ``str.rfind`` / ``str.find`` only near chunk
-edges (:mod:`agcore_lab.rag._walk`). Otherwise the text is split once with ``str.split`` and
-merged with prefix sums and bisection. The ``""`` separator (one piece per code point) is a
-sliding window. That is what makes it faster, and it also gives each chunk's exact
-``start_index`` / ``end_index`` in the source (LangChain searches for the chunk text instead).
+edges (:mod:`agcore_lab.rag._walk`); a long text of few pieces per chunk is instead merged
+all at once from its split points, with numpy (:mod:`agcore_lab.rag._bulk`). Otherwise the
+text is split once with ``str.split`` and merged with prefix sums and bisection. The ``""``
+separator (one piece per code point) is a sliding window. That is what makes it faster, and it
+also gives each chunk's exact ``start_index`` / ``end_index`` in the source (LangChain
+searches for the chunk text instead).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pydantic import JsonValue
 
 from agcore_lab.checks import check_text
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.rag._bulk import bulk_pays, merge_bulk
 from agcore_lab.rag._validate import check_count
 from agcore_lab.rag._walk import (
     Walk,
@@ -216,6 +219,10 @@ class RecursiveCharacterSplitter:
                 break
         if not separator:
             self._windows(text, base, out)
+            return
+        if bulk_pays(text, separator, self.chunk_size) and merge_bulk(
+            text, separator, rest, base, out, self, self.keep_separator
+        ):
             return
         walk = self._walkers.get(separator)
         if walk is None or not walk(text, separator, rest, base, out, self):

@@ -106,12 +106,20 @@ class SqliteVectorStore(InMemoryVectorStore):
     ) -> None:
         if not docs and not gone:
             return
-        rows = [(d.id, d.content, d.metadata, d.mime_type) for d in docs]  # only read
         with self.store.transaction() as conn:
             if gone:
                 delete_vectors(conn, self.namespace, gone)
             if docs:
-                insert_vectors(conn, self.namespace, rows, vectors, utcnow().isoformat())
+                # A generator for the records: no tuple per document outlives its row.
+                records = ((d.content, d.metadata, d.mime_type) for d in docs)  # only read
+                insert_vectors(
+                    conn,
+                    self.namespace,
+                    [d.id for d in docs],
+                    records,
+                    vectors,
+                    utcnow().isoformat(),
+                )
         self._after_write(vectors.nbytes + len(gone) * 4 * (self._dim or 0))
 
     def _persist_remove(self, gone: list[str]) -> None:

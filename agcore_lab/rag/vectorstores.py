@@ -223,13 +223,12 @@ class InMemoryVectorStore:
         if vectors.shape[1] == 0 or not _finite(vectors):
             raise InvalidInputError("vectors must be non-empty and finite (no NaN or infinity)")
         check_nonzero(vectors, "vector")
-        seen: set[str] = set()
         for doc in docs:
             if not isinstance(doc, Document):
                 raise InvalidInputError(f"expected Document objects, got {type(doc).__name__}")
-            if doc.id in seen:
-                raise InvalidInputError(f"id {doc.id!r} appears twice in one add")
-            seen.add(doc.id)
+        ids = [doc.id for doc in docs]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError(f"id {_first_repeat(ids)!r} appears twice in one add")
         return vectors
 
     def _stage(self, vectors: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -262,8 +261,7 @@ class InMemoryVectorStore:
         if not added:
             return
         new_ids = [d.id for d in docs if isinstance(d, Document)] if ids is None else list(ids)
-        for offset, doc_id in enumerate(new_ids):
-            self._index[doc_id] = count + offset
+        self._index.update(zip(new_ids, range(count, count + len(new_ids)), strict=True))
         self._ids.extend(new_ids)
         self._rows.extend(docs)
         self._count = count + added
@@ -399,6 +397,15 @@ class InMemoryVectorStore:
                 top = _top_k(line, k, rows)
                 results.append([SearchHit(self._doc(int(r)), float(line[r])) for r in top])
             return results
+
+
+def _first_repeat(ids: list[str]) -> str:
+    seen: set[str] = set()
+    for doc_id in ids:
+        if doc_id in seen:
+            return doc_id
+        seen.add(doc_id)
+    raise AssertionError("no id repeats")
 
 
 def _finite(vectors: NDArray[np.float32]) -> bool:

@@ -22,15 +22,16 @@ a transaction the caller holds, except :func:`truncate_wal`.
 
 from __future__ import annotations
 
+import json.encoder
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
-from agcore_lab.store._json import compact
+from agcore_lab.store._json import _ENCODER, compact
 
 __all__ = [
     "BLOCK_BYTES",
@@ -51,7 +52,29 @@ BLOCK_BYTES = 1 << 17
 VectorRows = tuple[list[str], list[tuple[str, str, str]], NDArray[np.float32]]
 
 
-# One encoder for every row (json.dumps with options builds a new one per call).
+def _row_encoder() -> Callable[[Any], str]:
+    """``compact``, faster for many small values: the C encoder behind ``_ENCODER``, built
+    once (``JSONEncoder.encode`` builds a new one per call, most of its cost for a small
+    dict). Same settings, so the same text; no circular-reference check (metadata is JSON
+    data, a tree). ``compact`` itself where the C accelerator is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return compact
+    encode = make(
+        None,
+        _ENCODER.default,
+        json.encoder.encode_basestring,
+        None,
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,
+        False,
+        False,
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_encode_row_json = _row_encoder()
 
 
 def _row(
@@ -80,7 +103,7 @@ def _row(
         end if end is None or type(end) is int or _integer(end) else None,
         mime_type,
         content,
-        compact(metadata),
+        _encode_row_json(metadata),
         block,
         slot,
     )
@@ -137,11 +160,13 @@ def _insert_block(conn: sqlite3.Connection, namespace: str, data: bytes, count: 
 def insert_vectors(
     conn: sqlite3.Connection,
     namespace: str,
-    rows: Sequence[tuple[str, str, dict[str, Any], str]],
+    ids: Sequence[str],
+    records: Iterable[tuple[str, dict[str, Any], str]],
     vectors: NDArray[np.float32],
     created_at: str,
 ) -> None:
-    """Insert ``rows`` (id, content, metadata, MIME type) with their unit ``vectors``.
+    """Insert documents (``ids``, with their (content, metadata, MIME type) ``records``, read
+    once) with their unit ``vectors``.
 
     Raises:
         InvalidInputError: The namespace holds vectors of another dimension.
@@ -159,16 +184,8 @@ def insert_vectors(
             f"namespace {namespace!r} holds vectors of dimension {stored}, not {dim}",
             namespace=namespace,
         )
-    # Checked first, in this transaction: another process may have stored them.
-    taken = _taken(conn, namespace, [row[0] for row in rows])
-    if taken:
-        raise ConflictError(
-            f"ids already stored in namespace {namespace!r}: {', '.join(taken[:5])}; "
-            "remove them first or add them with replace=[...]",
-            namespace=namespace,
-        )
     little = vectors.astype("<f4", copy=False)
-    capacity, count = block_capacity(dim), len(rows)
+    capacity, count = block_capacity(dim), len(ids)
     # The namespace's last blocks join the first new one while they are no bigger than what is
     # added and everything fits in one block (so small adds do not each leave a small block).
     merged: list[tuple[int, int]] = []
@@ -212,17 +229,35 @@ def insert_vectors(
         blocks_of += [block] * (stop - start)
         slots += range(stop - start)
         start = stop
-    conn.executemany(
-        "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
-        "end_index, mime_type, content, metadata_json, block, slot) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            _row(namespace, doc_id, content, metadata, mime_type, block, slot)
-            for (doc_id, content, metadata, mime_type), block, slot in zip(
-                rows, blocks_of, slots, strict=True
-            )
-        ],
-    )
+    conn.execute("SAVEPOINT vector_docs")
+    try:
+        conn.executemany(
+            "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
+            "end_index, mime_type, content, metadata_json, block, slot) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            # A generator: each row's tuple is gone once bound, so a bulk add does not hold
+            # (and make the garbage collector walk) one more object per document.
+            (
+                _row(namespace, doc_id, content, metadata, mime_type, block, slot)
+                for doc_id, (content, metadata, mime_type), block, slot in zip(
+                    ids, records, blocks_of, slots, strict=True
+                )
+            ),
+        )
+    except sqlite3.IntegrityError:
+        # Perhaps the unique index on (namespace, doc_id) refused a row: an id stored
+        # already, perhaps by another process. Which ones is asked only now, with this
+        # batch's rows undone (the caller's transaction then rolls back everything).
+        conn.execute("ROLLBACK TO vector_docs")
+        taken = _taken(conn, namespace, list(ids))
+        if not taken:
+            raise
+        raise ConflictError(
+            f"ids already stored in namespace {namespace!r}: {', '.join(taken[:5])}; "
+            "remove them first or add them with replace=[...]",
+            namespace=namespace,
+        ) from None
+    conn.execute("RELEASE vector_docs")
 
 
 def _taken(conn: sqlite3.Connection, namespace: str, ids: list[str]) -> list[str]:

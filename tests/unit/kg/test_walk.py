@@ -152,3 +152,34 @@ def test_every_path_starts_at_the_source_and_scores_its_product(
         assert {n: len(p) - 1 for n, _, p in result} == {
             n: d for n, d in distances.items() if n != "a"
         }
+
+
+def test_results_are_whole_models_equal_to_validated_ones() -> None:
+    # get_related builds its results without a validation pass: they must be the same models.
+    import copy
+    import pickle
+
+    from agcore_lab.kg import InMemoryGraph
+    from agcore_lab.kg.types import GraphEntity, GraphRelation, ScoredEntity
+
+    graph = InMemoryGraph()
+    for name in "abc":
+        graph.add_entity_sync(GraphEntity(id=name, tags=[name]))
+    graph.add_relation_sync(GraphRelation(source="a", target="b", weight=0.5))
+    graph.add_relation_sync(GraphRelation(source="b", target="c", weight=0.5))
+    results = graph.get_related_sync("a", depth=2)
+    expected = [
+        ScoredEntity(entity=graph.get_entity_sync(node), score=score, path=path)
+        for node, score, path in walk(graph._graph, "a", 2)
+    ]
+    assert results == expected and [type(r) for r in results] == [ScoredEntity] * 2
+    assert [r.model_dump() for r in results] == [e.model_dump() for e in expected]
+    assert [repr(r) for r in results] == [repr(e) for e in expected]
+    assert results[0].model_fields_set == expected[0].model_fields_set
+    assert pickle.loads(pickle.dumps(results)) == expected
+    assert copy.deepcopy(results[1]) == expected[1]
+    moved = results[1].model_copy(update={"score": 1.0})
+    assert moved.score == 1.0 and results[1].score == 0.25
+    with pytest.raises(ValueError, match="frozen"):
+        results[0].score = 2.0  # type: ignore[misc]
+    assert results[0].path is not results[1].path

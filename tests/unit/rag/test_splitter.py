@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.rag import DEFAULT_SEPARATORS, Document, RecursiveCharacterSplitter
+from agcore_lab.rag import DEFAULT_SEPARATORS, Document, RecursiveCharacterSplitter, _bulk
 from agcore_lab.rag._walk import walkable
 from agcore_lab.rag.splitter import KeepSeparator
 
@@ -73,6 +74,19 @@ def _quiet_langchain() -> Iterator[None]:
     logger.setLevel(level)
 
 
+@pytest.fixture(params=["walk", "bulk"])
+def merge(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test with each way of merging a text's pieces: walked chunk by chunk (with
+    the eager split where the walk cannot go), or all at once by the bulk merge, which the
+    splitter otherwise keeps for long texts of few pieces per chunk."""
+    if request.param == "bulk":
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", 0)
+        monkeypatch.setattr(_bulk, "BULK_MAX_PIECES", math.inf)
+    else:
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", math.inf)
+    return str(request.param)
+
+
 def _pair(
     size: int, overlap: int, seps: list[str] | None, keep: KeepSeparator, strip: bool = True
 ) -> tuple[RecursiveCharacterSplitter, RecursiveCharacterTextSplitter]:
@@ -92,6 +106,7 @@ def _pair(
 
 @pytest.mark.parametrize("keep", KEEP_MODES)
 @pytest.mark.parametrize("name", sorted(TEXTS))
+@pytest.mark.usefixtures("merge")
 def test_same_chunks_as_langchain(name: str, keep: KeepSeparator) -> None:
     text = TEXTS[name]
     for size, overlap in SIZES:
@@ -102,6 +117,7 @@ def test_same_chunks_as_langchain(name: str, keep: KeepSeparator) -> None:
 
 
 @pytest.mark.parametrize("keep", KEEP_MODES)
+@pytest.mark.usefixtures("merge")
 def test_same_chunks_as_langchain_on_random_texts(keep: KeepSeparator) -> None:
     rng = random.Random(f"parity-{keep}")
     tokens = ["word", "ab", " ", "  ", ". ", "。", "\n", "\n\n", "\n\n\n", "😀", "中文", "？", "aa"]
@@ -114,6 +130,7 @@ def test_same_chunks_as_langchain_on_random_texts(keep: KeepSeparator) -> None:
         assert ours.split_text(text) == theirs.split_text(text), (text, size, overlap, seps)
 
 
+@pytest.mark.usefixtures("merge")
 def test_large_text_matches_langchain_in_every_mode() -> None:
     text = "\n\n".join([ENGLISH, CODE, CHINESE, MIXED, EMOJI, RUNS] * 40)
     for keep in KEEP_MODES:
@@ -258,3 +275,34 @@ def test_each_chunk_is_found_at_its_start_index(
         else:
             assert text[start:end] == chunk.content
             assert text.find(chunk.content, start) == start
+
+
+def test_long_texts_of_few_pieces_per_chunk_are_merged_in_bulk() -> None:
+    # Which merge runs is a matter of speed only (the parity tests above run both on every
+    # case); this pins down the choice the benchmark's 1,000-character rows depend on.
+    paragraphs = "\n\n".join(f"Paragraph {i}: " + "word " * (60 + i % 40) for i in range(400))
+    assert _bulk.bulk_pays(paragraphs, "\n\n", 1000)  # about 2.5 paragraphs per chunk
+    assert not _bulk.bulk_pays(paragraphs, "\n\n", 4000)  # about 10: the walk is faster
+    assert not _bulk.bulk_pays(paragraphs[:20_000], "\n\n", 1000)  # too short to pay
+    for keep in KEEP_MODES:
+        ours, theirs = _pair(1000, 200, None, keep)
+        assert ours.split_text(paragraphs) == theirs.split_text(paragraphs)
+        spans = ours.chunk_spans(paragraphs)
+        assert [s.text for s in spans] == ours.split_text(paragraphs)
+        for span in spans:
+            assert paragraphs[span.start : span.end] == span.text
+
+
+@pytest.mark.parametrize("keep", KEEP_MODES)
+def test_spans_are_the_same_whichever_merge(
+    keep: KeepSeparator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "\n\n".join([ENGLISH, CODE, CHINESE, MIXED, EMOJI, RUNS, LONG_WORDS] * 30)
+    for size, overlap in ((40, 10), (200, 20), (1000, 200)):
+        splitter = RecursiveCharacterSplitter(size, overlap, keep_separator=keep)
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", math.inf)
+        walked = splitter.chunk_spans(text)
+        monkeypatch.setattr(_bulk, "BULK_MIN_CHUNKS", 0)
+        monkeypatch.setattr(_bulk, "BULK_MAX_PIECES", math.inf)
+        assert splitter.chunk_spans(text) == walked
+        monkeypatch.undo()

@@ -252,6 +252,13 @@ def test_sqlite_duplicate_id_written_by_another_view_is_a_conflict() -> None:
     with pytest.raises(ConflictError, match="namespace 'ns': a"):
         second.add(_docs("a"), _vectors(_docs("a")))  # its memory is stale; the file is not
     assert len(second) == 0
+    # New ids beside a taken one: the conflict names only the taken one, and none is stored.
+    batch = _docs("b", "a", "c")
+    with pytest.raises(ConflictError, match="namespace 'ns': a; remove"):
+        second.add(batch, _vectors(batch))
+    assert len(second) == 0 and second.file_rows() == 1
+    with db.transaction(write=False) as conn:
+        assert conn.execute("SELECT sum(count) FROM vector_blocks").fetchone() == (1,)
     second.reload()
     assert second.ids() == ["a"]
 
@@ -321,3 +328,40 @@ def test_vectors_returns_the_stored_unit_vectors_by_id() -> None:
     copy = store.vectors()
     copy[0] = 0
     assert np.allclose(store.vectors("a"), [[0.6, 0.8]])  # a copy: the store is untouched
+
+
+def test_sqlite_metadata_json_is_the_store_encoding_and_nan_is_refused() -> None:
+    from agcore_lab.store._json import compact
+
+    db = SqliteStore(":memory:")
+    store = SqliteVectorStore(db, "ns")
+    metadata = {
+        "title": "Café 会话 😀",
+        "n": 3,
+        "x": 0.25,
+        "ok": True,
+        "none": None,
+        "nested": {"list": [1, "two", {"three": 3.0}]},
+        "quote": 'a "b" \\ c\n',
+    }
+    docs = [Document(id="a", content="alpha", metadata=metadata)]
+    store.add(docs, _vectors(docs))
+    with db.transaction(write=False) as conn:
+        (stored,) = conn.execute("SELECT metadata_json FROM vector_docs").fetchone()
+    assert stored == compact(metadata)
+    assert SqliteVectorStore(db, "ns").get(["a"])[0].metadata == metadata
+    bad = [Document.trusted("b", "beta", {"x": float("nan")}, "text/plain")]
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        store.add(bad, _vectors(bad))
+    assert store.ids() == ["a"] and store.file_rows() == 1
+
+
+@pytest.mark.parametrize("make", [_memory, _sqlite])
+def test_an_id_twice_in_one_add_is_named_and_nothing_is_stored(
+    make: Callable[[], VectorStore],
+) -> None:
+    store = make()
+    docs = _docs("a", "b", "c", "b", "a")
+    with pytest.raises(InvalidInputError, match="id 'b' appears twice in one add"):
+        store.add(docs, _vectors(docs))
+    assert len(store) == 0 and store.ids() == []
