@@ -334,7 +334,7 @@ def _copy_vectors(
 ) -> int:
     reader = read_pg_vectors if _is_pg(read) else read_vectors
     ids, records, matrix = reader(read, namespace, dim)
-    writer = insert_pg_vectors if _is_pg(write) else insert_vectors
+    writer = insert_pg_vectors if _is_pg(write) else _insert_sqlite_vectors
     for start in range(0, len(ids), batch):
         stop = min(start + batch, len(ids))
         rows = [
@@ -347,6 +347,15 @@ def _copy_vectors(
         if len(ids) > batch:
             tell(f"vectors {namespace!r}", stop, len(ids))
     return len(ids)
+
+
+def _insert_sqlite_vectors(
+    conn: Any, namespace: str, rows: Any, vectors: Any, created_at: str
+) -> None:
+    # rows of (id, content, metadata, MIME type), as insert_pg_vectors takes them
+    ids = [row[0] for row in rows]
+    records = ((content, metadata, mime) for _, content, metadata, mime in rows)
+    insert_vectors(conn, namespace, ids, records, vectors, created_at)
 
 
 def _verify(read: Any, write: Any, report: MigrationReport) -> None:
