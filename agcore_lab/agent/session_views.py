@@ -10,6 +10,7 @@ import html
 from typing import TYPE_CHECKING
 
 from agcore_lab.errors import SlotNotFoundError
+from agcore_lab.llm.usage import format_cost
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
@@ -100,7 +101,8 @@ class SessionViews:
         )
         return (
             f"<div><b>AgentSession</b> <code>{html.escape(self.session_id)}</code> &middot; "
-            f"agent <b>{html.escape(self.agent.name)}</b> &middot; {self.turn_index} turns "
-            f"&middot; ${self.cost_so_far:.6f}<table><tr><th>slot</th><th>messages</th>"
+            f"agent <b>{html.escape(self.agent.name)}</b> &middot; {self.turn_index} "
+            f"turn{'' if self.turn_index == 1 else 's'} "
+            f"&middot; {format_cost(self.cost_so_far)}<table><tr><th>slot</th><th>messages</th>"
             f"<th>mode</th><th>forked from</th></tr>{rows}</table></div>"
         )

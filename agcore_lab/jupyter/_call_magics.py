@@ -22,6 +22,7 @@ from IPython.display import display
 from agcore_lab.jupyter._magic_args import CommandError, command, parse
 from agcore_lab.jupyter._manager_magics import STORE_OPTION
 from agcore_lab.llm.call_record import ModelCall, describe_call
+from agcore_lab.llm.usage import format_cost
 
 if TYPE_CHECKING:
     from agcore_lab.jupyter._manager_magics import ManagerCommands
@@ -77,7 +78,7 @@ def calls_table(calls: Sequence[ModelCall]) -> str:
             call.model,
             f"{call.usage.prompt_tokens}+{call.usage.completion_tokens}",
             f"{call.latency_s * 1000:.1f}",
-            f"${call.cost:.6f}",
+            format_cost(call.cost),
             _status(call),
         )
         for call in calls

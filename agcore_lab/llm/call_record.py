@@ -35,7 +35,7 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.messages import AssistantMessage, Message, to_openai
-from agcore_lab.llm.usage import Usage
+from agcore_lab.llm.usage import Usage, format_cost
 
 __all__ = [
     "CallKind",
@@ -323,7 +323,7 @@ def describe_call(call: ModelCall) -> str:
         f"turn {call.turn_index} · {call.kind} · {state}",
         f"model {call.model} · {call.usage.prompt_tokens} prompt + "
         f"{call.usage.completion_tokens} completion tokens · {call.latency_s * 1000:.1f} ms · "
-        f"${call.cost:.6f}" + (" · replayed" if call.replayed else ""),
+        f"{format_cost(call.cost)}" + (" · replayed" if call.replayed else ""),
     ]
     for index, message in enumerate(call.request_messages):
         label = call.injected.get(index)

@@ -24,7 +24,7 @@ from pydantic_core import PydanticUndefined
 from agcore_lab.checks import CheckedModel, invalid_input
 from agcore_lab.errors import InvalidInputError
 
-__all__ = ["DEFAULT_PRICES", "CostTracker", "ModelPrice", "PriceTable", "Usage"]
+__all__ = ["DEFAULT_PRICES", "CostTracker", "ModelPrice", "PriceTable", "Usage", "format_cost"]
 
 
 class Usage(CheckedModel):
@@ -159,3 +159,19 @@ class CostTracker(BaseModel):
             mine = self.by_model.setdefault(model, ModelSpend())
             mine.usage = mine.usage + spend.usage
             mine.cost += spend.cost
+
+
+def format_cost(cost: float | None) -> str:
+    """Dollars with three significant digits: ``$0.000123``, ``$0.0421``, ``$1.23``
+    (``<$0.0001`` below that); ``—`` when nothing was priced (no price is known for the
+    model, or nothing ran yet).
+
+    Example:
+        >>> format_cost(0.000123456), format_cost(0.04213), format_cost(12.345), format_cost(0)
+        ('$0.000123', '$0.0421', '$12.35', '—')
+    """
+    if cost is None or cost <= 0:
+        return "—"
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    return f"${cost:.3g}" if cost >= 0.0001 else "<$0.0001"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
+from agcore_lab.llm.usage import format_cost
 
 __all__ = [
     "CALL_CSS",
@@ -48,7 +49,7 @@ def call_option(call: ModelCall) -> str:
     tokens = f"{call.usage.prompt_tokens}+{call.usage.completion_tokens}"
     return (
         f"{call.turn_index:>4}  {call.kind:<7} {call.model[:16]:<16} {tokens:>11} "
-        f"{call.latency_s * 1000:>8.1f} {'$' + format(call.cost, '.5f'):>10}  {_status(call)}"
+        f"{call.latency_s * 1000:>8.1f} {format_cost(call.cost):>10}  {_status(call)}"
     )
 
 
@@ -138,7 +139,7 @@ def render_detail(call: ModelCall, previous: ModelCall | None) -> str:
         f"<div>turn {call.turn_index} · {html.escape(call.kind)} · slot "
         f"{html.escape(call.slot_id)} · {html.escape(_status(call))}</div>"
         f"<div>model {html.escape(call.model)} · {call.usage.prompt_tokens} + "
-        f"{call.usage.completion_tokens} tokens · ${call.cost:.6f}</div>"
+        f"{call.usage.completion_tokens} tokens · {format_cost(call.cost)}</div>"
         f"<div>{call.latency_s * 1000:.1f} ms{ttft}</div>"
         f"<div>tools offered: {html.escape(tools)}</div>"
     )

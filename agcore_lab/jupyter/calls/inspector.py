@@ -26,6 +26,7 @@ from agcore_lab.jupyter.calls._html import (
 from agcore_lab.jupyter.common.theme import style_tag
 from agcore_lab.jupyter.common.view import ManagerView
 from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.usage import format_cost
 
 if TYPE_CHECKING:
     from agcore_lab.engine.manager import SessionManager
@@ -185,7 +186,7 @@ class CallInspector(ManagerView):
         failed = f" · {errors} failed" if errors else ""
         return (
             f'<div class="agc-head"><b>Model calls</b> of <code>'
-            f"{html.escape(self.session_id)}</code> · {tokens} tokens · ${cost:.6f}{failed}"
+            f"{html.escape(self.session_id)}</code> · {tokens} tokens · {format_cost(cost)}{failed}"
             f'<span class="agc-count">{len(self.calls)} calls</span></div>'
         )
 

@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from agcore_lab.errors import AgcoreError
+from agcore_lab.llm.usage import format_cost
 
 __all__ = [
     "format_cost",
@@ -97,19 +98,3 @@ def cap_height(widget: Any, height: int = MAX_HEIGHT) -> None:
 def format_tokens(tokens: int) -> str:
     """``12,345`` style."""
     return f"{tokens:,}"
-
-
-def format_cost(cost: float | None) -> str:
-    """Dollars with three significant digits: ``$0.000123``, ``$0.0421``, ``$1.23``
-    (``<$0.0001`` below that); ``—`` when nothing was priced (no price is known for the
-    model, or nothing ran yet).
-
-    Example:
-        >>> format_cost(0.000123456), format_cost(0.04213), format_cost(12.345), format_cost(0)
-        ('$0.000123', '$0.0421', '$12.35', '—')
-    """
-    if cost is None or cost <= 0:
-        return "—"
-    if cost >= 1:
-        return f"${cost:,.2f}"
-    return f"${cost:.3g}" if cost >= 0.0001 else "<$0.0001"
