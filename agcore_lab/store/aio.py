@@ -19,7 +19,7 @@ Example:
     >>> astore = as_async(SqliteStore(":memory:"))
     >>> asyncio.run(astore.acreate_session(SessionRecord(session_id="s1", agent_name="a")))
     >>> asyncio.run(astore.asession_version("s1"))
-    1
+    0
 """
 
 from __future__ import annotations
