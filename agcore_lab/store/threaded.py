@@ -82,9 +82,12 @@ class ThreadedAsyncStore:
         from agcore_lab.store.base import Store
 
         if not isinstance(store, Store):
+            roles = [c for c in Store.__mro__ if getattr(c, "_is_protocol", False)]
+            names = {n for c in roles for n in vars(c) if not n.startswith("_")}
+            missing = sorted(n for n in names if getattr(store, n, None) is None)
             raise InvalidInputError(
-                f"ThreadedAsyncStore needs a Store (every method of agcore_lab.store.Store), "
-                f"got {type(store).__name__}"
+                f"ThreadedAsyncStore needs a Store (every method of agcore_lab.store.Store); "
+                f"{type(store).__name__} lacks {', '.join(missing) or 'some of them'}"
             )
         self._store, self.hop, self._executor = store, hop, executor
 

@@ -63,8 +63,14 @@ def test_a_hop_keeps_the_loop_free_and_a_direct_call_does_not() -> None:
 
 
 def test_the_adapter_refuses_a_non_store() -> None:
-    with pytest.raises(InvalidInputError, match="needs a Store"):
+    with pytest.raises(InvalidInputError, match="needs a Store.*object lacks acquire_lease"):
         ThreadedAsyncStore(object())  # type: ignore[arg-type]
+
+    class _NoFrames(SqliteStore):
+        read_dataframe = None  # type: ignore[assignment]
+
+    with pytest.raises(InvalidInputError, match="_NoFrames lacks read_dataframe$"):
+        as_async(_NoFrames(":memory:"))
 
 
 def test_a_method_added_to_store_only_fails_the_mirror_check(
