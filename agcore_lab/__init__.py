@@ -92,8 +92,10 @@ from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.replay import ReplayMissError, ReplayModel
 from agcore_lab.store import CkptMeta, SqliteStore, Store
 from agcore_lab.store._approvals import RunNotFoundError
+from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.open import open_store
 from agcore_lab.store.pending import PendingToolCall, SessionState
+from agcore_lab.store.threaded import ThreadedAsyncStore, as_async
 
 if TYPE_CHECKING:
     from agcore_lab.kg import (
@@ -185,6 +187,7 @@ __all__ = [
     "AgentSession",
     "Approve",
     "AssistantMessage",
+    "AsyncStore",
     "CallNotFoundError",
     "ChatModel",
     "ChatResponse",
@@ -273,6 +276,7 @@ __all__ = [
     "SystemMessage",
     "TagConstraints",
     "TextDelta",
+    "ThreadedAsyncStore",
     "Tool",
     "ToolCall",
     "ToolCallDelta",
@@ -286,6 +290,7 @@ __all__ = [
     "UserError",
     "UserMessage",
     "__version__",
+    "as_async",
     "current_shared_memory",
     "diff_slots",
     "from_triples",

@@ -42,7 +42,7 @@ from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
-    from agcore_lab.store.base import Store
+    from agcore_lab.store.aio import AsyncStore
 
 __all__ = [
     "UNKNOWN_OUTCOME",
@@ -170,15 +170,15 @@ def before_turn(draft: TurnDraft, call: PendingToolCall | None, session_id: str)
     raise ConflictError(f"the call {call.tool_name!r} ({call.interrupt_id}) {why}", **context)
 
 
-def find_call(
-    store: Store, session_id: str, interrupt_id: str, run_id: str | None = None
+async def find_call(
+    store: AsyncStore, session_id: str, interrupt_id: str, run_id: str | None = None
 ) -> PendingToolCall:
     """The stored call of this session.
 
     Raises:
         RunNotFoundError: Unknown interrupt, or it belongs to another session (404).
     """
-    call = store.get_pending(interrupt_id)
+    call = await store.aget_pending(interrupt_id)
     if call is None or call.session_id != session_id:
         raise RunNotFoundError(
             "no such interrupted tool call in this session",
@@ -190,7 +190,7 @@ def find_call(
 
 
 async def run_approved(
-    store: Store,
+    store: AsyncStore,
     agent: Agent,
     call: PendingToolCall,
     run_id: str,
@@ -213,7 +213,7 @@ async def run_approved(
             interrupt_id=call.interrupt_id,
         )
     decided: dict[str, Any] = {"kind": "approve", "arguments": arguments}
-    store.decide_pending(
+    await store.adecide_pending(
         session_id=call.session_id,
         run_id=run_id,
         interrupt_id=call.interrupt_id,
@@ -224,10 +224,12 @@ async def run_approved(
     )
     # The winner, and only the winner, runs the tool: once, renewing its executor lease.
     executed = ToolCall(id=call.tool_call_id, name=call.tool_name, arguments=arguments)
-    renew = lambda: store.renew_execution(call.interrupt_id, executor, ttl=lease_seconds)  # noqa: E731
+    # The renewal runs in a thread of its own (while the tool may block the loop): sync store.
+    sync = store.sync_store
+    renew = lambda: sync.renew_execution(call.interrupt_id, executor, ttl=lease_seconds)  # noqa: E731
     with keep_alive(renew, lease_seconds, "executor"):
         outcome = await run_tool_call(executed, agent.tool_map)
-    store.decide_pending(
+    await store.adecide_pending(
         session_id=call.session_id,
         run_id=run_id,
         interrupt_id=call.interrupt_id,
@@ -238,9 +240,11 @@ async def run_approved(
     return outcome.message
 
 
-def reject_call(store: Store, call: PendingToolCall, run_id: str, choice: Reject) -> ToolMessage:
+async def reject_call(
+    store: AsyncStore, call: PendingToolCall, run_id: str, choice: Reject
+) -> ToolMessage:
     """Record the rejection (compare-and-set) and return the tool message the model sees."""
-    store.decide_pending(
+    await store.adecide_pending(
         session_id=call.session_id,
         run_id=run_id,
         interrupt_id=call.interrupt_id,
@@ -256,7 +260,7 @@ def reject_call(store: Store, call: PendingToolCall, run_id: str, choice: Reject
     )
 
 
-def settle_call(store: Store, call: PendingToolCall, result: str | None) -> ToolMessage:
+async def settle_call(store: AsyncStore, call: PendingToolCall, result: str | None) -> ToolMessage:
     """Resolve an in-doubt call (``APPROVED_EXECUTING`` → ``EXECUTED``, compare-and-set: one
     winner) with the result a person supplies, or an "outcome unknown" error.
 
@@ -278,7 +282,7 @@ def settle_call(store: Store, call: PendingToolCall, result: str | None) -> Tool
             **context,
         )
     text = UNKNOWN_OUTCOME if result is None else str(result)
-    store.decide_pending(
+    await store.adecide_pending(
         session_id=call.session_id,
         run_id=call.run_id,
         interrupt_id=call.interrupt_id,

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, TypeAlias
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.usage import DEFAULT_PRICES, PriceTable
+from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import Store
+from agcore_lab.store.threaded import as_async
 
 if TYPE_CHECKING:
     from agcore_lab.agent.events import TurnResult
@@ -47,6 +49,9 @@ class RuntimeBundle:
             lease, and the executor lease of an approved tool call). They are renewed every
             third of it while the work runs; a crashed holder's lease runs out after at most
             this long, and only then may another writer go on (or a person settle the call).
+
+    The engine awaits :attr:`astore`, the async seam over ``store``
+    (:func:`~agcore_lab.store.threaded.as_async`); ``store`` stays the sync store you passed.
     """
 
     store: Store = field(default_factory=_default_store)
@@ -56,6 +61,17 @@ class RuntimeBundle:
     call_redactor: Callable[[ModelCall], ModelCall | None] | None = None
     call_listeners: list[Callable[[ModelCall], None]] = field(default_factory=list)
     lease_seconds: float = 10.0
+    _astore: AsyncStore | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def astore(self) -> AsyncStore:
+        """The :class:`~agcore_lab.store.aio.AsyncStore` the engine awaits: ``store`` behind
+        :func:`~agcore_lab.store.threaded.as_async` (built once; again if ``store`` is
+        replaced)."""
+        astore = self._astore
+        if astore is None or astore.sync_store is not self.store:
+            astore = self._astore = as_async(self.store)
+        return astore
 
     def __post_init__(self) -> None:
         if not (

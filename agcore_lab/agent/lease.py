@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from agcore_lab.errors import SessionBusyError
-from agcore_lab.store.base import Store
+from agcore_lab.store.aio import AsyncStore
 
 __all__ = ["TurnLease", "keep_alive", "new_holder", "turn_lease"]
 
@@ -120,12 +120,12 @@ class TurnLease:
 
 @contextlib.asynccontextmanager
 async def turn_lease(
-    store: Store, session_id: str, *, ttl: float, wait: float = 0.0
+    store: AsyncStore, session_id: str, *, ttl: float, wait: float = 0.0
 ) -> AsyncIterator[TurnLease]:
     """Hold the session's turn lease for the block; yields a :class:`TurnLease`.
 
     Args:
-        store: The store.
+        store: The store (its async seam; the renewal thread uses its ``sync_store``).
         session_id: The session.
         ttl: Lease lifetime in seconds (renewed while the block runs).
         wait: Seconds to keep trying while another holder has it (0: fail at once).
@@ -138,7 +138,7 @@ async def turn_lease(
     delay = 0.01
     while True:
         try:
-            lease = TurnLease(holder, store.acquire_lease(session_id, holder, ttl=ttl))
+            lease = TurnLease(holder, await store.aacquire_lease(session_id, holder, ttl=ttl))
             break
         except SessionBusyError:
             if time.monotonic() + delay > deadline:
@@ -147,12 +147,14 @@ async def turn_lease(
             delay = min(delay * 2, 0.25)
     try:
         # Once a write released the lease there is nothing left to renew.
-        renew = lambda: lease.released or store.renew_lease(session_id, holder, ttl=ttl)  # noqa: E731
+        # Renewed from a thread of its own (a turn may block the loop): the sync store.
+        sync = store.sync_store
+        renew = lambda: lease.released or sync.renew_lease(session_id, holder, ttl=ttl)  # noqa: E731
         with keep_alive(renew, ttl, "turn"):
             yield lease
     finally:
         if not lease.released:
             try:
-                store.release_lease(session_id, holder)
+                await store.arelease_lease(session_id, holder)
             except Exception:  # the lease then simply runs out
                 logger.warning("could not release the turn lease of %s", session_id, exc_info=True)

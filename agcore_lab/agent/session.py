@@ -216,6 +216,22 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         if lease is not None:
             lease.released = True
 
+    async def _acommit(
+        self, record: SessionRecord, *, change: str = "turn", last: bool = False, **parts: Any
+    ) -> None:
+        """:meth:`_commit`, awaited through the async store (the engine's coroutines)."""
+        self._require_attached()
+        lease = self._lease if last else None
+        self.version = await self.astore.acommit(
+            record,
+            lease_holder=self._holder,
+            change=change,
+            release_lease=lease is not None,
+            **parts,
+        )
+        if lease is not None:
+            lease.released = True
+
     def _require_attached(self) -> None:
         if self.detached is not None:
             raise ConflictError(
@@ -231,7 +247,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             StaleSessionError, SessionBusyError: Another writer got there first.
         """
         async with self._lock:
-            self._commit(self._record(agent_name=agent.name), change="agent_switched")
+            await self._acommit(self._record(agent_name=agent.name), change="agent_switched")
             self.agent = agent
 
     def write_metadata(self, key: str, value: JsonValue) -> None:
@@ -293,9 +309,9 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
                 self._lease = outer
             return
         async with turn_lease(
-            self.store, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
+            self.astore, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
         ) as lease:
-            self._reload_if_stale(lease.version)
+            await self._areload_if_stale(lease.version)
             self._holder, self._lease = lease.holder, lease
             try:
                 yield
@@ -319,10 +335,10 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
             with self._uncommitted(live):
                 draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-                steps.before_turn(draft, self.pending_tool_call(), self.session_id)
+                steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
                 async for event in run_turn(self.agent, draft, text, stream=stream):
                     yield event
-                result = self._commit_turn(
+                result = await self._commit_turn(
                     draft, run_id=new_id("run"), last=self._nothing_after_commit()
                 )
             await self._after_turn(result)
@@ -350,14 +366,14 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
                 partial=result,
             )
 
-    def _commit_turn(
+    async def _commit_turn(
         self, draft: TurnDraft, *, run_id: str, continuing: bool = False, last: bool = False
     ) -> TurnResult:
         # A resumed turn continues the interrupted one: same run, same turn number.
         turn_index = self.turn_index if continuing else self.turn_index + 1
         slot = draft.slot
         pending = steps.new_pending(draft, self.session_id, run_id)
-        self._commit(
+        await self._acommit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
             change="approval" if continuing else "turn",
             last=last,
@@ -417,7 +433,16 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         approved one whose executor died shows ``in_doubt``)."""
         if self.pending_interrupt_id is None:
             return None
-        calls = self.store.list_pending(self.session_id, include_resolved=True)
+        return self._pending_among(self.store.list_pending(self.session_id, include_resolved=True))
+
+    async def _apending_tool_call(self) -> PendingToolCall | None:
+        # pending_tool_call(), awaited through the async store.
+        if self.pending_interrupt_id is None:
+            return None
+        calls = await self.astore.alist_pending(self.session_id, include_resolved=True)
+        return self._pending_among(calls)
+
+    def _pending_among(self, calls: list[PendingToolCall]) -> PendingToolCall | None:
         return next((c for c in calls if c.interrupt_id == self.pending_interrupt_id), None)
 
     async def resume(
@@ -441,10 +466,10 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         """
         choice = steps.as_decision(decision)
         async with self._lock, self._leased(wait):
-            call = steps.find_call(self.store, self.session_id, interrupt_id, run_id)
+            call = await steps.find_call(self.astore, self.session_id, interrupt_id, run_id)
             if isinstance(choice, Approve):
                 answer = await steps.run_approved(
-                    self.store,
+                    self.astore,
                     self.agent,
                     call,
                     run_id,
@@ -453,7 +478,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
                     lease_seconds=self.bundle.lease_seconds,
                 )
             else:
-                answer = steps.reject_call(self.store, call, run_id, choice)
+                answer = await steps.reject_call(self.astore, call, run_id, choice)
             result = await self._continue(call, answer)
         self._raise_for_status(result)
         return result
@@ -475,8 +500,8 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             ConflictError: The call is not in doubt — still running, or already settled (409).
         """
         async with self._lock, self._leased(wait):
-            call = steps.find_call(self.store, self.session_id, interrupt_id)
-            answer = steps.settle_call(self.store, call, result)
+            call = await steps.find_call(self.astore, self.session_id, interrupt_id)
+            answer = await steps.settle_call(self.astore, call, result)
             turn = await self._continue(call, answer)
         self._raise_for_status(turn)
         return turn
@@ -486,7 +511,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         before the model saw the result; ``None`` if there is none. Exactly once: of several
         concurrent callers (threads, processes) one continues, the others find it done."""
         async with self._lock, self._leased(wait):
-            call = self.pending_tool_call()
+            call = await self._apending_tool_call()
             if call is None or call.status != "EXECUTED":
                 return None
             answer = ToolMessage(
@@ -511,9 +536,9 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
                 # far, or the model's call would stay unanswered for good. Then fail as the
                 # model did.
                 steps.answer_the_rest(draft, call.remaining_calls)
-                self._commit_turn(draft, run_id=call.run_id, continuing=True)
+                await self._commit_turn(draft, run_id=call.run_id, continuing=True)
                 raise
-            result = self._commit_turn(draft, run_id=call.run_id, continuing=True)
+            result = await self._commit_turn(draft, run_id=call.run_id, continuing=True)
         await self._after_turn(result)
         return result
 
@@ -550,7 +575,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         if focused:  # the design's W5: only a Focused slot takes the summary as its override
             draft.summary_override = text
         cost.record(response.model, response.usage)
-        self._commit(
+        await self._acommit(
             self._record(last_summary_turn=self.turn_index, spend=cost.by_model),
             change="slot",
             slots=[draft.to_record(self.session_id)] if focused else [],

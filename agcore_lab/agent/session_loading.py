@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from agcore_lab.agent.bundle import RuntimeBundle
     from agcore_lab.agent.snapshot import SessionSnapshot
+    from agcore_lab.store.aio import AsyncStore
     from agcore_lab.store.base import Store
 
 __all__ = ["SessionLoading"]
@@ -59,6 +60,9 @@ class SessionLoading:
 
         @property
         def store(self) -> Store: ...
+
+        @property
+        def astore(self) -> AsyncStore: ...
 
         @property
         def current_slot(self) -> ContextSlot: ...
@@ -98,7 +102,7 @@ class SessionLoading:
             SessionNotFoundError: The session was destroyed (by another writer).
         """
         async with self._lock:
-            return self._reload_if_stale()
+            return await self._areload_if_stale()
 
     def refresh_nowait(self) -> bool:
         """Reload now if the store moved on and no turn of this object is running; never
@@ -121,6 +125,23 @@ class SessionLoading:
         if stored == self.version:
             return False
         record = self.store.get_session(self.session_id)
+        if record is None:
+            raise SessionNotFoundError(
+                "the session was destroyed (by another writer); it cannot be refreshed",
+                session_id=self.session_id,
+            )
+        logger.debug("session %s: reloading version %d", self.session_id, record.version)
+        self.restore(record)
+        return True
+
+    async def _areload_if_stale(self, stored: int | None = None) -> bool:
+        # _reload_if_stale, with the version and record awaited through the async store (the
+        # slots and chains of a reload are read by the sync ``restore``).
+        if stored is None:
+            stored = await self.astore.asession_version(self.session_id)
+        if stored == self.version:
+            return False
+        record = await self.astore.aget_session(self.session_id)
         if record is None:
             raise SessionNotFoundError(
                 "the session was destroyed (by another writer); it cannot be refreshed",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agcore_lab.agent.slots import ContextSlot
     from agcore_lab.llm.messages import Message
     from agcore_lab.llm.usage import CostTracker, Usage
+    from agcore_lab.store.aio import AsyncStore
     from agcore_lab.store.base import Store
 
 __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "SessionViews"]
@@ -43,6 +44,11 @@ class SessionViews:
     def store(self) -> Store:
         """The store this session is kept in."""
         return self.bundle.store
+
+    @property
+    def astore(self) -> AsyncStore:
+        """The async seam over :attr:`store` that the session's coroutines await."""
+        return self.bundle.astore
 
     @property
     def current_slot(self) -> ContextSlot:

@@ -1,8 +1,8 @@
-"""Checkpoints as a pandas DataFrame: read by SQL from the store's table, or built from records.
+"""Checkpoints as a pandas DataFrame, read by SQL from the store's ``checkpoints`` table.
 
-``Checkpointer.to_dataframe`` is this. A store with ``read_dataframe`` (both backends) gives
-the frame straight from its ``checkpoints`` table — as fast as ``pd.read_sql`` — and any other
-``Store`` gets the same columns and dtypes built from ``list_checkpoints``.
+``Checkpointer.to_dataframe`` is this: one query through the store's ``read_dataframe`` (part
+of the :class:`~agcore_lab.store.base.Store` protocol, the ``FrameReader`` role) — as fast as
+``pd.read_sql``.
 """
 
 from __future__ import annotations
@@ -47,16 +47,9 @@ def checkpoints_dataframe(store: Store, session_id: str | None = None) -> pd.Dat
     """
     import pandas as pd  # lazy: keep `import agcore_lab` fast
 
-    read = getattr(store, "read_dataframe", None)
-    if read is not None:
-        where, params = ("WHERE session_id = ?", [session_id]) if session_id else ("", [])
-        frame: pd.DataFrame = read(f"{_FRAME_SQL} {where} ORDER BY ckpt_id DESC", params)
-        if frame.empty:
-            return pd.DataFrame([], columns=FRAME_COLUMNS)
-        frame["created_at"] = pd.to_datetime(frame["created_at"], format="ISO8601", utc=True)
-        return frame
-    rows = [
-        {**m.model_dump(include=set(FRAME_COLUMNS)), "total_tokens": m.total_tokens}
-        for m in store.list_checkpoints(session_id)
-    ]
-    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
+    where, params = ("WHERE session_id = ?", [session_id]) if session_id else ("", [])
+    frame = store.read_dataframe(f"{_FRAME_SQL} {where} ORDER BY ckpt_id DESC", params)
+    if frame.empty:
+        return pd.DataFrame([], columns=FRAME_COLUMNS)
+    frame["created_at"] = pd.to_datetime(frame["created_at"], format="ISO8601", utc=True)
+    return frame

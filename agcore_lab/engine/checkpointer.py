@@ -37,8 +37,10 @@ from agcore_lab.errors import (
     SessionNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
+from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
+from agcore_lab.store.threaded import as_async
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,8 +78,10 @@ class Checkpointer(RollbackSteps):
     def __init__(self, target: Store | ManagerHost) -> None:
         self._manager: ManagerHost | None
         self._bare: Store | None
+        self._bare_async: AsyncStore | None = None
         if isinstance(target, Store):
             self._manager, self._bare = None, target
+            self._bare_async = as_async(target)
         else:
             self._manager, self._bare = target, None
 
@@ -87,6 +91,14 @@ class Checkpointer(RollbackSteps):
             return self._manager.store
         assert self._bare is not None
         return self._bare
+
+    @property
+    def _astore(self) -> AsyncStore:
+        # What the coroutines await: the manager's seam, or the bare store's own.
+        if self._manager is not None:
+            return self._manager.astore
+        assert self._bare_async is not None
+        return self._bare_async
 
     @property
     def store(self) -> Store:
@@ -105,6 +117,14 @@ class Checkpointer(RollbackSteps):
             raise SessionNotFoundError("no such session in the store", session_id=session_id)
         return record
 
+    async def _arequire_stored(self, session_id: str) -> SessionRecord:
+        if self._manager is not None:
+            return await self._manager.arequire_stored(session_id)
+        record = await self._astore.aget_session(session_id)
+        if record is None:
+            raise SessionNotFoundError("no such session in the store", session_id=session_id)
+        return record
+
     # -- writing ----------------------------------------------------------------------------
 
     def _meta(
@@ -114,8 +134,11 @@ class Checkpointer(RollbackSteps):
         label: str | None,
         source: CheckpointSource,
         parent: str | None,
+        memory_version: int | None = None,
     ) -> CkptMeta:
         usage = session.usage
+        if memory_version is None:
+            memory_version = self._store.memory_version(session.session_id)
         return CkptMeta(
             ckpt_id=new_id("ckpt"),
             session_id=session.session_id,
@@ -130,7 +153,7 @@ class Checkpointer(RollbackSteps):
             agent_name=session.agent.name,
             current_slot_id=session.current_slot_id,
             last_summary_turn=session.last_summary_turn,
-            memory_version=self._store.memory_version(session.session_id),
+            memory_version=memory_version,
             slots={sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
             spend=dict(session.cost_tracker.by_model),
             pending=self._waiting(session),
@@ -160,7 +183,7 @@ class Checkpointer(RollbackSteps):
             StorageError: The write failed (the previous checkpoints are intact).
         """
         async with session.turn_lock:
-            return self.checkpoint_locked(session, label, source=source)
+            return await self.acheckpoint_locked(session, label, source=source)
 
     def first_meta(self, session: AgentSession, label: str = "start") -> CkptMeta:
         """The first checkpoint of a session being created (no parent), for
@@ -186,6 +209,29 @@ class Checkpointer(RollbackSteps):
         )
         self._store.put_checkpoint(meta, expected_version=session.version)
         self._emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
+        return meta.ckpt_id
+
+    async def acheckpoint_locked(
+        self, session: AgentSession, label: str | None = None, *, source: CheckpointSource = "auto"
+    ) -> str:
+        """:meth:`checkpoint_locked`, awaited through the async store (what the engine's
+        coroutines use)."""
+        if session.store is not self._store:
+            raise InvalidInputError(
+                "the session lives in another store than this checkpointer's",
+                session_id=session.session_id,
+            )
+        store, sid = self._astore, session.session_id
+        latest = await store.alist_checkpoints(sid, limit=1)
+        meta = self._meta(
+            session,
+            label=label,
+            source=source,
+            parent=latest[0].ckpt_id if latest else None,
+            memory_version=await store.amemory_version(sid),
+        )
+        await store.aput_checkpoint(meta, expected_version=session.version)
+        self._emit("checkpoint", sid, ckpt_id=meta.ckpt_id)
         return meta.ckpt_id
 
     # -- reading ----------------------------------------------------------------------------
@@ -222,8 +268,8 @@ class Checkpointer(RollbackSteps):
             >>> [c.turn_index for c in older]
             [3, 2]
         """
-        self._require_stored(session_id)
-        return self._store.list_checkpoints(session_id, limit=limit, before=before)
+        await self._arequire_stored(session_id)
+        return await self._astore.alist_checkpoints(session_id, limit=limit, before=before)
 
     async def get_checkpoint(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta:
         """One checkpoint.
@@ -232,7 +278,7 @@ class Checkpointer(RollbackSteps):
             CheckpointNotFoundError: Unknown id.
             InvalidInputError: It belongs to another session than ``session_id``.
         """
-        meta = self._store.get_checkpoint(ckpt_id)
+        meta = await self._astore.aget_checkpoint(ckpt_id)
         if meta is None:
             raise CheckpointNotFoundError(
                 "no such checkpoint; list them with list_checkpoints(session_id)",
@@ -257,14 +303,14 @@ class Checkpointer(RollbackSteps):
         for slot_id, slot in meta.slots.items():
             current = slot_id == meta.current_slot_id
             tail = (
-                self._store.load_chain_tail(slot.head_node_id, 5 if current else 1)
+                await self._astore.aload_chain_tail(slot.head_node_id, 5 if current else 1)
                 if slot.head_node_id
                 else []
             )
             counts[slot_id] = tail[-1][0].depth + 1 if tail else 0  # a node's depth: its index
             if current:
                 last = [message for _, message in tail]
-        memory = self._store.memory_entries(meta.session_id, at_version=meta.memory_version)
+        memory = await self._astore.amemory_entries(meta.session_id, at_version=meta.memory_version)
         return CheckpointPreview(
             meta=meta,
             slots=counts,
@@ -279,7 +325,7 @@ class Checkpointer(RollbackSteps):
         Columns: ``ckpt_id, session_id, parent_ckpt_id, turn_index, created_at`` (UTC),
         ``label, source, message_count, prompt_tokens, completion_tokens, total_tokens,
         cost_usd, agent_name, current_slot_id``. Read straight from the ``checkpoints`` table
-        by SQL when the store can (``read_dataframe``), else built from the records.
+        by SQL (the store's ``read_dataframe``).
         """
         return checkpoints_dataframe(self._store, session_id)
 
@@ -299,13 +345,13 @@ class Checkpointer(RollbackSteps):
             InvalidInputError: The checkpoint belongs to another session.
         """
         if self._manager is None:
-            record = self._require_stored(session_id)
+            record = await self._arequire_stored(session_id)
             target = await self.get_checkpoint(ckpt_id, session_id)
             stored = self._record_at(
                 target, session_id=session_id, parent_id=record.parent_id, version=record.version
             )
             marker = self._marker(target)
-            self._store.restore_checkpoint(target, stored, marker)
+            await self._astore.arestore_checkpoint(target, stored, marker)
             return marker.ckpt_id
         session = await self._manager.get_or_recover(session_id)
         target = await self.get_checkpoint(ckpt_id, session_id)
@@ -329,7 +375,7 @@ class Checkpointer(RollbackSteps):
                 target, session_id=session_id, parent_id=session.parent_id, version=session.version
             )
             marker = self._marker(target)
-            self._store.restore_checkpoint(target, record, marker)
+            await self._astore.arestore_checkpoint(target, record, marker)
             session.restore(record.model_copy(update={"version": record.version + 1}))
         self._emit("rollback", session_id, ckpt_id=marker.ckpt_id)
         return marker.ckpt_id
@@ -359,7 +405,7 @@ class Checkpointer(RollbackSteps):
         Raises:
             SessionNotFoundError, CheckpointNotFoundError, InvalidInputError: As for rollback.
         """
-        self._require_stored(session_id)
+        await self._arequire_stored(session_id)
         source = await self.get_checkpoint(ckpt_id, session_id)
         child_id = new_id("ses")
         record = self._record_at(source, session_id=child_id, parent_id=session_id)
@@ -374,7 +420,7 @@ class Checkpointer(RollbackSteps):
                 "created_at": utcnow(),
             }
         )
-        self._store.restore_checkpoint(source, record, marker, create=True)  # the child row
+        await self._astore.arestore_checkpoint(source, record, marker, create=True)  # the child
         if self._manager is not None:
             await self._manager.adopt(child_id, parent_id=session_id)
         self._emit("fork", session_id, ckpt_id=marker.ckpt_id, new_session_id=child_id)
@@ -382,7 +428,7 @@ class Checkpointer(RollbackSteps):
 
     async def delete_all(self, session_id: str) -> int:
         """Delete every checkpoint of the session; return how many."""
-        return self._store.delete_checkpoints(session_id)
+        return await self._astore.adelete_checkpoints(session_id)
 
     async def prune(
         self,
@@ -404,7 +450,7 @@ class Checkpointer(RollbackSteps):
         check_count(keep_last, "keep_last", minimum=0, optional=True)
         if older_than is not None and not isinstance(older_than, timedelta):
             raise InvalidInputError("older_than must be a datetime.timedelta")
-        everything = self._store.list_checkpoints(None)
+        everything = await self._astore.alist_checkpoints(None)
         protected = {
             m.parent_ckpt_id for m in everything if m.source == "fork" and m.parent_ckpt_id
         } | {m.ckpt_id for m in everything if m.pending is not None}
@@ -428,7 +474,7 @@ class Checkpointer(RollbackSteps):
             removed.setdefault(meta.session_id, []).append(meta.ckpt_id)
             nbytes += len(meta.model_dump_json())
         for sid, ids in removed.items():
-            self._store.delete_checkpoints(sid, ids)
+            await self._astore.adelete_checkpoints(sid, ids)
         return PruneReport(
             removed=[i for ids in removed.values() for i in ids],
             kept_protected=kept_protected,
@@ -439,7 +485,7 @@ class Checkpointer(RollbackSteps):
 
     async def export_snapshot(self, ckpt_id: str) -> SessionSnapshot:
         """The checkpoint's state as a self-contained, versioned :class:`SessionSnapshot`."""
-        return export_snapshot(self._store, await self.get_checkpoint(ckpt_id))
+        return await export_snapshot(self._astore, await self.get_checkpoint(ckpt_id))
 
     async def import_snapshot(
         self, snapshot: SessionSnapshot | dict[str, object] | str | bytes
@@ -451,7 +497,7 @@ class Checkpointer(RollbackSteps):
                 is written then.
         """
         snap = SessionSnapshot.parse(snapshot)  # validates fully before any write
-        session_id = import_snapshot(self._store, snap)
+        session_id = await import_snapshot(self._astore, snap)
         self._emit("created", session_id)
         return session_id
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agcore_lab.agent.bundle import RuntimeBundle
     from agcore_lab.agent.session import AgentSession
     from agcore_lab.engine.records import EventKind
+    from agcore_lab.store.aio import AsyncStore
     from agcore_lab.store.base import SessionRecord, Store
 
 __all__ = ["ManagerHost"]
@@ -29,6 +30,11 @@ class ManagerHost(Protocol):
         ...
 
     @property
+    def astore(self) -> AsyncStore:
+        """The async seam over :attr:`store` (what the components await)."""
+        ...
+
+    @property
     def bundle(self) -> RuntimeBundle:
         """Services shared by the sessions."""
         ...
@@ -39,6 +45,10 @@ class ManagerHost(Protocol):
 
     def require_stored(self, session_id: str) -> SessionRecord:
         """The stored record, or ``SessionNotFoundError``."""
+        ...
+
+    async def arequire_stored(self, session_id: str) -> SessionRecord:
+        """:meth:`require_stored`, read through :attr:`astore`."""
         ...
 
     def live(self, session_id: str) -> AgentSession | None:

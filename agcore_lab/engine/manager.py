@@ -38,6 +38,7 @@ from agcore_lab.errors import (
     SessionNotFoundError,
     StaleSessionError,
 )
+from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import ChangeRecord, CkptMeta, SessionRecord, Store
 
 if TYPE_CHECKING:
@@ -134,6 +135,12 @@ class SessionManager(ManagerFacades, CallOperations):
         """The store of the manager's bundle."""
         return self.bundle.store
 
+    @property
+    def astore(self) -> AsyncStore:
+        """The async seam over :attr:`store` (``bundle.astore``): what the manager's
+        coroutines and its components await."""
+        return self.bundle.astore
+
     def __repr__(self) -> str:
         return (
             f"SessionManager({self.store!r}, live={len(self._live)}, agents={sorted(self.agents)})"
@@ -219,6 +226,14 @@ class SessionManager(ManagerFacades, CallOperations):
             raise SessionNotFoundError("no such session in the store", session_id=session_id)
         return record
 
+    async def arequire_stored(self, session_id: str) -> SessionRecord:
+        """:meth:`require_stored`, awaited through :attr:`astore`."""
+        _check_session_id(session_id)
+        record = await self.astore.aget_session(session_id)
+        if record is None:
+            raise SessionNotFoundError("no such session in the store", session_id=session_id)
+        return record
+
     def _attach(self, session: AgentSession) -> AgentSession:
         self.register_agent(session.agent)
         if self.auto_checkpoint and self._after_turn not in session.hooks:  # once per session
@@ -226,12 +241,12 @@ class SessionManager(ManagerFacades, CallOperations):
         self._put(session)
         return session
 
-    def _after_turn(self, session: AgentSession, result: TurnResult) -> None:
+    async def _after_turn(self, session: AgentSession, result: TurnResult) -> None:
         # Runs inside the session's turn lock, after the turn was committed. A failure is
         # logged by the session's hook runner and does not fail the turn.
         self.emit("turn", session.session_id)
         if session.session_id not in self._deferred:
-            self.checkpointer.checkpoint_locked(session, source="auto")
+            await self.checkpointer.acheckpoint_locked(session, source="auto")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -276,7 +291,7 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: No such parent.
         """
-        self.require_stored(parent_id)
+        await self.arequire_stored(parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
         made: list[CkptMeta] = []
@@ -318,7 +333,7 @@ class SessionManager(ManagerFacades, CallOperations):
         if session is None:
             hint = (
                 "; recover() rebuilds it from the store"
-                if self.store.get_session(session_id)
+                if await self.astore.aget_session(session_id)
                 else ""
             )
             raise SessionNotFoundError(f"no live session with this id{hint}", session_id=session_id)
@@ -358,7 +373,7 @@ class SessionManager(ManagerFacades, CallOperations):
             raise InvalidInputError(
                 "the bundle's store is not this manager's store", session_id=session_id
             )
-        record = self.require_stored(session_id)
+        record = await self.arequire_stored(session_id)
         if agent is None:
             agent = self.agents.get(record.agent_name)
             if agent is None:
@@ -369,7 +384,7 @@ class SessionManager(ManagerFacades, CallOperations):
                     agent_name=record.agent_name,
                 )
         session = self._attach(AgentSession.load(session_id, agent, bundle=bundle or self.bundle))
-        latest = self.store.list_checkpoints(session_id, limit=1)
+        latest = await self.astore.alist_checkpoints(session_id, limit=1)
         if (
             self.auto_checkpoint
             and latest
@@ -414,7 +429,7 @@ class SessionManager(ManagerFacades, CallOperations):
     async def adopt(self, session_id: str, *, parent_id: str | None = None) -> AgentSession:
         """Load a session that another part of the engine created (a fork) and make it live;
         it shares the messages of its live parent where their chains meet."""
-        record = self.require_stored(session_id)
+        record = await self.arequire_stored(session_id)
         agent = self.agents.get(record.agent_name)
         if agent is None:
             raise AgentNotFoundError(
@@ -441,7 +456,7 @@ class SessionManager(ManagerFacades, CallOperations):
                 f"the session's id {session.session_id!r} is not {session_id!r}",
                 session_id=session_id,
             )
-        self.require_stored(session_id)
+        await self.arequire_stored(session_id)
         if session.detached is not None:
             await self.checkpointer.apply_snapshot(session)
         self._attach(session)
@@ -452,9 +467,9 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: Unknown session.
         """
-        self.require_stored(session_id)
+        await self.arequire_stored(session_id)
         live = self._live.get(session_id)
-        self.store.delete_session(
+        await self.astore.adelete_session(
             session_id, expected_version=live.version if live is not None else None
         )
         self._pop(session_id)
@@ -490,13 +505,13 @@ class SessionManager(ManagerFacades, CallOperations):
 
     async def children(self, parent_id: str) -> list[str]:
         """Ids of the sessions whose parent is ``parent_id``, oldest first."""
-        self.require_stored(parent_id)
-        return self.store.child_ids(parent_id)
+        await self.arequire_stored(parent_id)
+        return await self.astore.achild_ids(parent_id)
 
     async def parent(self, child_id: str) -> str | None:
         """The parent's id; ``None`` for a root, or when the parent was destroyed."""
-        record = self.require_stored(child_id)
-        if record.parent_id is None or self.store.get_session(record.parent_id) is None:
+        record = await self.arequire_stored(child_id)
+        if record.parent_id is None or await self.astore.aget_session(record.parent_id) is None:
             return None
         return record.parent_id
 
@@ -506,11 +521,12 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: ``root_id`` is not in the store.
         """
-        return SessionTree.build(self.store.list_sessions(), set(self.live_ids()), root_id)
+        sessions = await self.astore.alist_sessions()
+        return SessionTree.build(sessions, set(self.live_ids()), root_id)
 
     def sessions_dataframe(self) -> pd.DataFrame:
         """One row per stored session (the ``sessions`` table, plus a ``live`` column)."""
-        frame: pd.DataFrame = self.store.read_dataframe(  # type: ignore[attr-defined]
+        frame: pd.DataFrame = self.store.read_dataframe(
             "SELECT session_id, parent_id, agent_name, turn_index, current_slot_id, "
             "prompt_tokens, completion_tokens, cost_usd, created_at, updated_at "
             "FROM sessions ORDER BY created_at"

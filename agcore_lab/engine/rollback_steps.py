@@ -12,7 +12,8 @@ from agcore_lab.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from agcore_lab.agent.session import AgentSession
-    from agcore_lab.store.base import CkptMeta, SessionRecord, Store
+    from agcore_lab.store.aio import AsyncStore
+    from agcore_lab.store.base import CkptMeta, SessionRecord
 
 __all__ = ["RollbackSteps"]
 
@@ -23,9 +24,9 @@ class RollbackSteps:
     if TYPE_CHECKING:
 
         @property
-        def _store(self) -> Store: ...
+        def _astore(self) -> AsyncStore: ...
 
-        def _require_stored(self, session_id: str) -> SessionRecord: ...
+        async def _arequire_stored(self, session_id: str) -> SessionRecord: ...
 
         async def get_checkpoint(self, ckpt_id: str, session_id: str | None = None) -> CkptMeta: ...
 
@@ -45,10 +46,10 @@ class RollbackSteps:
             InvalidInputError: The checkpoint belongs to another session.
             CorruptRecordError: The checkpoint's row cannot be read (422).
         """
-        self._require_stored(session_id)
+        await self._arequire_stored(session_id)
         target = await self.get_checkpoint(ckpt_id, session_id)
-        snapshot = export_snapshot(self._store, target)
-        version = self._store.session_version(session_id)
+        snapshot = await export_snapshot(self._astore, target)
+        version = await self._astore.asession_version(session_id)
         return snapshot.model_copy(update={"session_version": version})
 
     async def apply_snapshot(self, session: AgentSession) -> str:
@@ -72,7 +73,8 @@ class RollbackSteps:
             )
         target = await self.get_checkpoint(snapshot.ckpt_id, session.session_id)
         ignore = {"exported_at", "session_version"}
-        expected = export_snapshot(self._store, target).model_dump(mode="json", exclude=ignore)
+        exported = await export_snapshot(self._astore, target)
+        expected = exported.model_dump(mode="json", exclude=ignore)
         if snapshot.model_dump(mode="json", exclude=ignore) != expected:
             raise InvalidInputError(
                 f"the snapshot differs from checkpoint {target.ckpt_id!r}; import it as a new "

@@ -17,7 +17,8 @@ from agcore_lab.agent.snapshot import (
 )
 from agcore_lab.ids import new_id
 from agcore_lab.llm.messages import Message
-from agcore_lab.store.base import CkptMeta, SessionRecord, Store
+from agcore_lab.store.aio import AsyncStore
+from agcore_lab.store.base import CkptMeta, SessionRecord
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -29,20 +30,20 @@ __all__ = [
 ]
 
 
-def export_snapshot(store: Store, meta: CkptMeta) -> SessionSnapshot:
+async def export_snapshot(store: AsyncStore, meta: CkptMeta) -> SessionSnapshot:
     """The state of checkpoint ``meta`` as a snapshot (chains loaded from ``store``)."""
     messages: dict[str, Message] = {}
     slots: list[SnapshotSlot] = []
     for slot in meta.slots.values():
-        chain = store.load_chain(slot.head_node_id) if slot.head_node_id else []
+        chain = await store.aload_chain(slot.head_node_id) if slot.head_node_id else []
         for _, message in chain:
             messages.setdefault(message.id, message)
         settings = slot.model_dump(
             exclude={"session_id", "head_node_id", "created_at", "updated_at"}
         )
         slots.append(SnapshotSlot(message_ids=[m.id for _, m in chain], **settings))
-    memory = store.memory_entries(meta.session_id, at_version=meta.memory_version)
-    record = store.get_session(meta.session_id)
+    memory = await store.amemory_entries(meta.session_id, at_version=meta.memory_version)
+    record = await store.aget_session(meta.session_id)
     kept = record.metadata.get(EXTRA_KEY) if record is not None else None
     kept = kept if isinstance(kept, dict) else {}
     slot_extra = kept.get("slots")
@@ -75,7 +76,7 @@ def _kept_extra(snap: SessionSnapshot) -> dict[str, JsonValue]:
     return {EXTRA_KEY: {"snapshot": dict(snap.extra), "slots": slots}}
 
 
-def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
+async def import_snapshot(store: AsyncStore, snap: SessionSnapshot) -> str:
     """Write a validated snapshot into ``store`` as a new session with one checkpoint; return
     the new session's id. A failure midway deletes what was written."""
     session_id = new_id("ses")
@@ -89,11 +90,11 @@ def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
         spend=snap.spend,
         metadata={"imported_from": snap.session_id, **_kept_extra(snap)},
     )
-    store.create_session(record)
+    await store.acreate_session(record)
     try:
-        store.commit(record, messages=snap.messages, links=links, slots=slots)
+        await store.acommit(record, messages=snap.messages, links=links, slots=slots)
         for entry in snap.memory:
-            store.memory_set(session_id, entry.key, entry.value, entry.metadata)
+            await store.amemory_set(session_id, entry.key, entry.value, entry.metadata)
         meta = CkptMeta(
             ckpt_id=new_id("ckpt"),
             session_id=session_id,
@@ -103,9 +104,9 @@ def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
             agent_name=snap.agent_name,
             current_slot_id=snap.current_slot_id,
             last_summary_turn=snap.last_summary_turn,
-            memory_version=store.memory_version(session_id),
+            memory_version=await store.amemory_version(session_id),
             # As stored: a message already stored elsewhere gets a node of its own.
-            slots={s.slot_id: s for s in store.load_slots(session_id)},
+            slots={s.slot_id: s for s in await store.aload_slots(session_id)},
             spend=snap.spend,
             message_count=next(
                 len(s.message_ids) for s in snap.slots if s.slot_id == snap.current_slot_id
@@ -114,8 +115,8 @@ def import_snapshot(store: Store, snap: SessionSnapshot) -> str:
             completion_tokens=record.completion_tokens,
             cost_usd=record.cost_usd,
         )
-        store.put_checkpoint(meta)
+        await store.aput_checkpoint(meta)
     except BaseException:
-        store.delete_session(session_id)
+        await store.adelete_session(session_id)
         raise
     return session_id

@@ -1,5 +1,6 @@
 """Storage: the ``Store`` protocol and the default ``SqliteStore``."""
 
+from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import (
     CkptMeta,
     LinkRecord,
@@ -9,8 +10,10 @@ from agcore_lab.store.base import (
     Store,
 )
 from agcore_lab.store.sqlite import SqliteStore
+from agcore_lab.store.threaded import ThreadedAsyncStore, as_async
 
 __all__ = [
+    "AsyncStore",
     "CkptMeta",
     "LinkRecord",
     "MemoryEntry",
@@ -18,4 +21,6 @@ __all__ = [
     "SlotRecord",
     "SqliteStore",
     "Store",
+    "ThreadedAsyncStore",
+    "as_async",
 ]

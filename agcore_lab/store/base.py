@@ -6,13 +6,13 @@ the node at its head. Forking a slot shares the chain for free; merging adds lin
 existing messages; nothing is ever copied. Session memory is an append-only log with a version
 number per session, so a later checkpoint can name "memory as of version N".
 
-Store methods are synchronous: they are short local transactions. Every backend must pass the
-conformance suite in :mod:`agcore_lab.testing.store_conformance`.
+Store methods are synchronous: they are short transactions. The protocol is split by role
+(:mod:`agcore_lab.store.roles`); the engine awaits its async twin (:mod:`agcore_lab.store.aio`).
+Every backend must pass the conformance suite in :mod:`agcore_lab.testing.store_conformance`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
@@ -20,10 +20,18 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agcore_lab.ids import utcnow
-from agcore_lab.llm.call_record import ModelCall
-from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store.pending import PendingToolCall
+from agcore_lab.store.roles import (
+    CallStore,
+    ChainStore,
+    ChangeFeed,
+    CheckpointStore,
+    FrameReader,
+    MemoryStore,
+    PendingStore,
+    SessionStore,
+)
 
 __all__ = [
     "ChangeRecord",
@@ -207,267 +215,29 @@ class ChangeRecord(BaseModel):
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Where sessions, messages, slots and memory are kept.
+class Store(
+    SessionStore,
+    ChainStore,
+    CheckpointStore,
+    PendingStore,
+    MemoryStore,
+    CallStore,
+    ChangeFeed,
+    FrameReader,
+    Protocol,
+):
+    """Where sessions, messages, slots and memory are kept: the union of the store's roles.
+
+    Each role is a small protocol of its own in :mod:`agcore_lab.store.roles`
+    (:class:`~agcore_lab.store.roles.SessionStore`, ``ChainStore``, ``CheckpointStore``,
+    ``PendingStore``, ``MemoryStore``, ``CallStore``, ``ChangeFeed``, ``FrameReader``); a
+    backend implements them all. The engine awaits the async twin,
+    :class:`~agcore_lab.store.aio.AsyncStore`, built from a ``Store`` by
+    :func:`~agcore_lab.store.aio.as_async`.
 
     Thread-safety: implementations must be safe to call from several threads, and a file-backed
     one from several processes on the same file.
     """
-
-    def create_session(
-        self,
-        record: SessionRecord,
-        *,
-        slots: Sequence[SlotRecord] = (),
-        checkpoint: CkptMeta | None = None,
-    ) -> None:
-        """Insert a new session and its first slots, in one transaction. Raises
-        ``ConflictError`` if the id exists. ``checkpoint``: the session's first checkpoint,
-        stored in the same transaction."""
-        ...
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        """The session's record, or ``None``."""
-        ...
-
-    def list_sessions(self) -> list[SessionRecord]:
-        """All sessions, oldest first."""
-        ...
-
-    def child_ids(self, session_id: str) -> list[str]:
-        """Ids of the sessions whose parent is ``session_id``, oldest first (an indexed read;
-        an unknown id has none)."""
-        ...
-
-    def delete_session(self, session_id: str, *, expected_version: int | None = None) -> bool:
-        """Remove a session with its messages, links, slots and memory; ``False`` if absent.
-
-        Raises:
-            StaleSessionError: ``expected_version`` is given and the store holds another.
-            SessionBusyError: Another writer's turn lease is live.
-        """
-        ...
-
-    def commit(
-        self,
-        session: SessionRecord,
-        *,
-        messages: Sequence[Message] = (),
-        links: Sequence[LinkRecord] = (),
-        slots: Sequence[SlotRecord] = (),
-        pending: PendingToolCall | None = None,
-        lease_holder: str | None = None,
-        change: str = "turn",
-        calls: Sequence[ModelCall] = (),
-        release_lease: bool = False,
-    ) -> int:
-        """Write one change atomically: new messages (already-stored ids are skipped), new
-        links, upserted slots, a new pending tool call, the model calls that made the change,
-        and the session record — only if the store still holds ``session.version`` and no other
-        holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
-        lease up, in the same transaction (a turn's last write).
-
-        Returns:
-            The new version (``session.version + 1``).
-
-        Raises:
-            SessionNotFoundError: The session does not exist.
-            StaleSessionError: The store holds another version; nothing was written.
-            SessionBusyError: Another writer holds the turn lease; nothing was written.
-            StorageError: The write failed; nothing of it was stored.
-        """
-        ...
-
-    def session_version(self, session_id: str) -> int | None:
-        """The stored version of a session, or ``None`` (a single indexed read)."""
-        ...
-
-    def acquire_lease(self, session_id: str, holder: str, *, ttl: float) -> int:
-        """Take the session's turn lease for ``holder`` for ``ttl`` seconds (or renew it);
-        return the stored version.
-
-        Raises:
-            SessionBusyError: Another holder's lease is live.
-            SessionNotFoundError: No such session.
-        """
-        ...
-
-    def renew_lease(self, session_id: str, holder: str, *, ttl: float) -> bool:
-        """Extend ``holder``'s lease; ``False`` if it does not hold it any more."""
-        ...
-
-    def release_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease up (no-op if ``holder`` does not hold it)."""
-        ...
-
-    @property
-    def origin(self) -> str:
-        """A token naming this store object in the change feed."""
-        ...
-
-    def watch_token(self) -> int:
-        """A cheap counter that changes when another connection or process committed."""
-        ...
-
-    def changes_since(self, seq: int) -> list[ChangeRecord]:
-        """Change-feed entries after ``seq``, oldest first (the feed keeps recent ones)."""
-        ...
-
-    def latest_change(self) -> int:
-        """The newest ``seq`` of the change feed (0 when empty)."""
-        ...
-
-    def load_slots(self, session_id: str) -> list[SlotRecord]:
-        """The session's slots, in creation order."""
-        ...
-
-    def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
-        """The chain ending at ``head_node_id``, oldest message first."""
-        ...
-
-    def load_chain_tail(self, head_node_id: str, limit: int) -> list[tuple[LinkRecord, Message]]:
-        """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first
-        (all of it when shorter; ``[]`` for an unknown node). The first entry's
-        ``parent_node_id`` is where the rest of the chain continues (``None``: it is all)."""
-        ...
-
-    def memory_set(
-        self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
-    ) -> MemoryEntry:
-        """Set a memory entry (keeping its first ``created_at``); return it."""
-        ...
-
-    def memory_delete(self, session_id: str, key: str) -> bool:
-        """Delete a memory entry; ``False`` if there was none."""
-        ...
-
-    def memory_entries(
-        self, session_id: str, *, at_version: int | None = None
-    ) -> list[MemoryEntry]:
-        """Live entries, by key; as of ``at_version`` when given."""
-        ...
-
-    def memory_version(self, session_id: str) -> int:
-        """The number of memory writes so far (0 for none)."""
-        ...
-
-    def put_checkpoint(self, ckpt: CkptMeta, *, expected_version: int | None = None) -> None:
-        """Store a checkpoint (one small row, whatever the history length).
-
-        Raises:
-            StaleSessionError: ``expected_version`` is given and the session moved on.
-        """
-        ...
-
-    def list_checkpoints(
-        self,
-        session_id: str | None = None,
-        *,
-        limit: int | None = None,
-        before: str | int | None = None,
-    ) -> list[CkptMeta]:
-        """Checkpoints of a session (or of all sessions), newest first; at most ``limit``.
-
-        ``before`` pages back: a checkpoint id (``str``) keeps only older checkpoints, a turn
-        index (``int``) only those of earlier turns.
-
-        Raises:
-            InvalidInputError: ``limit`` is not an int >= 1, or ``before`` is of another type.
-        """
-        ...
-
-    def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
-        """One checkpoint by id, or ``None``."""
-        ...
-
-    def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
-        """Delete some (or all) of a session's checkpoints; return how many."""
-        ...
-
-    def restore_checkpoint(
-        self,
-        ckpt: CkptMeta,
-        session: SessionRecord,
-        marker: CkptMeta,
-        *,
-        create: bool = False,
-        lease_holder: str | None = None,
-    ) -> int:
-        """In one transaction, make ``session`` hold the state of ``ckpt``: its record,
-        exactly ``ckpt.slots``, and its memory as of ``ckpt.memory_version`` (copied from
-        ``ckpt.session_id`` when that is another session). Then store ``marker`` with the
-        memory version after the restore; return that version.
-
-        ``create=True`` makes a new session (a fork) at ``session.version``; otherwise the
-        stored session must be at ``session.version`` (it is then bumped by one).
-
-        Raises:
-            StaleSessionError, SessionBusyError: As for :meth:`commit`.
-        """
-        ...
-
-    def list_pending(
-        self, session_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[PendingToolCall]:
-        """Tool calls awaiting approval (overdue ones are moved to EXPIRED first and listed as
-        such); with ``include_resolved``, every call ever interrupted."""
-        ...
-
-    def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
-        """One pending-call record, or ``None``."""
-        ...
-
-    def decide_pending(
-        self,
-        *,
-        session_id: str,
-        run_id: str,
-        interrupt_id: str,
-        to_status: str,
-        decision: dict[str, JsonValue] | None = None,
-        result: JsonValue = None,
-        from_status: str = "PENDING_APPROVAL",
-        executor: str | None = None,
-        lease_seconds: float | None = None,
-    ) -> PendingToolCall:
-        """Compare-and-set a call's status in one write transaction: exactly one of any number
-        of concurrent callers wins. Moving to ``APPROVED_EXECUTING`` records ``executor`` and
-        its lease (``lease_seconds`` from now).
-
-        Raises:
-            RunNotFoundError: Unknown interrupt (404).
-            ConflictError: Run mismatch, or not in ``from_status`` any more (409).
-            GoneError: Past its expiry; it is moved to EXPIRED first (410).
-        """
-        ...
-
-    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
-        """Store model-call records in a write of their own (calls of a failed turn, of a
-        summary); ids stored already are skipped."""
-        ...
-
-    def list_calls(
-        self,
-        session_id: str | None = None,
-        *,
-        call_id: str | None = None,
-        turn_index: int | None = None,
-        last: int | None = None,
-    ) -> list[ModelCall]:
-        """Model calls of a session (or all; or one ``call_id``; or one turn), oldest first;
-        only the newest ``last`` when given. Each call's request is rebuilt from the stored
-        chains, and ``abandoned`` says whether a rollback left its branch.
-
-        Checkpoint links: ``put_checkpoint`` links the session's calls not linked yet to the
-        new checkpoint (``ModelCall.ckpt_id``); ``delete_checkpoints`` deletes the calls
-        linked to the checkpoints it deletes; ``delete_session`` deletes all of them.
-        """
-        ...
-
-    def renew_execution(self, interrupt_id: str, executor: str, *, ttl: float) -> bool:
-        """Extend the executor lease of an ``APPROVED_EXECUTING`` call; ``False`` if the call
-        is no longer run by ``executor``."""
-        ...
 
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""

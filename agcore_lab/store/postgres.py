@@ -30,7 +30,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
@@ -79,6 +79,10 @@ class PostgresStore(SqliteStore):
         It shares :class:`SqliteStore`'s implementation of the protocol (the statements run
         through a dialect layer); only the connection plumbing differs.
     """
+
+    #: :func:`~agcore_lab.store.threaded.as_async` hops each call to a worker thread: a
+    #: network round trip must not block the event loop (bench/store_seam.py).
+    async_hop: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import JsonValue
 
@@ -129,6 +129,10 @@ class SqliteStore(SqliteConnection):
         Safe from several threads (one connection behind a lock) and from several processes
         on one file (WAL journal, ``BEGIN IMMEDIATE`` writes, busy timeout).
     """
+
+    #: :func:`~agcore_lab.store.threaded.as_async` calls it on the event loop, no thread hop:
+    #: a local transaction costs less than the hop (bench/store_seam.py).
+    async_hop: ClassVar[bool] = False
 
     # -- sessions ---------------------------------------------------------------------------
 

@@ -44,6 +44,11 @@ from agcore_lab.testing._support import (
     run_checks,
     session_record,
 )
+from agcore_lab.testing.async_checks import (
+    check_async_adapter_forwards_every_method,
+    check_async_protocol_mirrors_store,
+    check_async_round_trip,
+)
 from agcore_lab.testing.call_checks import (
     check_calls_follow_checkpoints,
     check_calls_round_trip,
@@ -360,6 +365,9 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_pending_expiry_on_list,
         check_checkpoint_pages,
         check_child_ids,
+        check_async_protocol_mirrors_store,
+        check_async_adapter_forwards_every_method,
+        check_async_round_trip,
     ]
 }
 """Every check by name, in the order they run."""

@@ -60,7 +60,10 @@ def test_a_stale_commit_keeps_nothing_and_frees_the_lease(tmp_path: Path) -> Non
 
     async def stale_turn() -> None:
         # Skip the refresh a turn makes after taking its lease, so the commit is stale.
-        session._reload_if_stale = lambda stored: None  # type: ignore[method-assign]
+        async def no_refresh(stored: int | None = None) -> bool:
+            return False
+
+        session._areload_if_stale = no_refresh  # type: ignore[method-assign]
         await session.submit_turn("mine")
 
     from agcore_lab.aio import run_sync

@@ -10,6 +10,7 @@ from agcore_lab import Agent, SessionManager
 from agcore_lab.engine.checkpoint_frame import FRAME_COLUMNS as _FRAME_COLUMNS
 from agcore_lab.engine.checkpointer import Checkpointer
 from agcore_lab.errors import InvalidInputError, SessionNotFoundError
+from agcore_lab.store.roles import FrameReader
 
 
 def _turns(manager: SessionManager, agent: Agent, n: int) -> str:
@@ -86,22 +87,14 @@ def test_children_are_read_by_the_index_oldest_first(manager: SessionManager, ag
         manager.children_sync("ses_nobody")
 
 
-class _PlainStore:
-    """A store with the protocol's methods only (no ``read_dataframe``)."""
-
-    def __init__(self, inner: object) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> object:
-        if name == "read_dataframe":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-
-def test_to_dataframe_of_a_store_without_sql_builds_the_same_frame(
+def test_to_dataframe_over_a_bare_store_is_the_managers_frame(
     manager: SessionManager, agent: Agent
 ) -> None:
+    # read_dataframe is part of the Store protocol (the FrameReader role): a checkpointer
+    # over the bare store reads the same frame by SQL, with no probing for it.
     sid = _turns(manager, agent, 2)
-    plain = Checkpointer(_PlainStore(manager.store))  # type: ignore[arg-type]
-    assert not hasattr(plain.store, "read_dataframe")
-    pd.testing.assert_frame_equal(plain.to_dataframe(sid), manager.checkpointer.to_dataframe(sid))
+    assert isinstance(manager.store, FrameReader)
+    bare = Checkpointer(manager.store)
+    frame = bare.to_dataframe(sid)
+    pd.testing.assert_frame_equal(frame, manager.checkpointer.to_dataframe(sid))
+    assert list(frame["turn_index"]) == [2, 1, 0]

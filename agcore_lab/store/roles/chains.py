@@ -1,0 +1,67 @@
+"""The ``ChainStore`` role of the :class:`~agcore_lab.store.base.Store` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from agcore_lab.llm.call_record import ModelCall
+    from agcore_lab.llm.messages import Message
+    from agcore_lab.store.base import LinkRecord, SessionRecord, SlotRecord
+    from agcore_lab.store.pending import PendingToolCall
+
+__all__ = ["ChainStore"]
+
+
+@runtime_checkable
+class ChainStore(Protocol):
+    """Message chains and slots, and the one atomic write of a change (``commit``).
+
+    One role of :class:`~agcore_lab.store.base.Store`; its async twin is in
+    :mod:`agcore_lab.store.aio`.
+    """
+
+    def commit(
+        self,
+        session: SessionRecord,
+        *,
+        messages: Sequence[Message] = (),
+        links: Sequence[LinkRecord] = (),
+        slots: Sequence[SlotRecord] = (),
+        pending: PendingToolCall | None = None,
+        lease_holder: str | None = None,
+        change: str = "turn",
+        calls: Sequence[ModelCall] = (),
+        release_lease: bool = False,
+    ) -> int:
+        """Write one change atomically: new messages (already-stored ids are skipped), new
+        links, upserted slots, a new pending tool call, the model calls that made the change,
+        and the session record — only if the store still holds ``session.version`` and no other
+        holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
+        lease up, in the same transaction (a turn's last write).
+
+        Returns:
+            The new version (``session.version + 1``).
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            StaleSessionError: The store holds another version; nothing was written.
+            SessionBusyError: Another writer holds the turn lease; nothing was written.
+            StorageError: The write failed; nothing of it was stored.
+        """
+        ...
+
+    def load_slots(self, session_id: str) -> list[SlotRecord]:
+        """The session's slots, in creation order."""
+        ...
+
+    def load_chain(self, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
+        """The chain ending at ``head_node_id``, oldest message first."""
+        ...
+
+    def load_chain_tail(self, head_node_id: str, limit: int) -> list[tuple[LinkRecord, Message]]:
+        """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first
+        (all of it when shorter; ``[]`` for an unknown node). The first entry's
+        ``parent_node_id`` is where the rest of the chain continues (``None``: it is all)."""
+        ...
