@@ -100,18 +100,7 @@ class PostgresVectorStore(InMemoryVectorStore):
                     if dim is not None
                     else None
                 )
-            self._by_key.clear()
-            self._dim = dim
-            if loaded is None:
-                self._matrix = np.empty((0, 0), dtype=np.float32)
-                self._ids, self._rows, self._index, self._count = [], [], {}, 0
-                return
-            ids, records, matrix = loaded
-            self._matrix = matrix
-            self._ids = ids
-            self._rows = list(records)
-            self._index = {doc_id: row for row, doc_id in enumerate(ids)}
-            self._count = len(ids)
+            self._adopt(dim, loaded)
 
     def _persist_add(
         self, docs: list[Document], vectors: NDArray[np.float32], gone: list[str]

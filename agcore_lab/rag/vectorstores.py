@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -201,6 +201,27 @@ class InMemoryVectorStore:
         self, docs: list[Document], vectors: NDArray[np.float32], gone: list[str]
     ) -> None:
         """Store the change durably before memory changes (nothing to do in memory)."""
+
+    def _adopt(
+        self,
+        dim: int | None,
+        loaded: tuple[list[str], Iterable[Any], NDArray[np.float32]] | None,
+    ) -> None:
+        """Replace what this store holds with ``loaded`` (ids, records, matrix) read back from
+        a durable store's namespace of dimension ``dim`` (``None``: the namespace is empty).
+        The caller holds the lock."""
+        self._by_key.clear()
+        self._dim = dim
+        if loaded is None:
+            self._matrix = np.empty((0, 0), dtype=np.float32)
+            self._ids, self._rows, self._index, self._count = [], [], {}, 0
+            return
+        ids, records, matrix = loaded
+        self._matrix = matrix
+        self._ids = ids
+        self._rows = list(records)
+        self._index = {doc_id: row for row, doc_id in enumerate(ids)}
+        self._count = len(ids)
 
     def _persist_remove(self, gone: list[str]) -> None:
         """Store the removal durably before memory changes (nothing to do in memory)."""
