@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from agcore_lab.checks import check_count
 from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
@@ -69,26 +70,7 @@ INSERT_SLOT = (
 )
 """The column-named insert of one ``slots`` row (the values of :func:`slot_values`)."""
 UPSERT_SLOT = INSERT_SLOT.replace("INSERT INTO", "INSERT OR REPLACE INTO", 1)
-_CHECKPOINT_COLUMNS = (
-    "session_id",
-    "ckpt_id",
-    "parent_ckpt_id",
-    "turn_index",
-    "created_at",
-    "label",
-    "source",
-    "message_count",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "agent_name",
-    "current_slot_id",
-    "last_summary_turn",
-    "memory_version",
-    "slots_json",
-    "spend_json",
-    "pending_json",
-)
+_CHECKPOINT_COLUMNS = CHECKPOINT_COLUMNS  # one list: the rows are read back by these names
 _INSERT_CHECKPOINT = (
     f"INSERT INTO checkpoints ({', '.join(_CHECKPOINT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_CHECKPOINT_COLUMNS))})"
