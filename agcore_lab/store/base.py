@@ -260,12 +260,17 @@ class Store(Protocol):
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
         release_lease: bool = False,
+        checkpoint: CkptMeta | None = None,
+        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
         links, upserted slots, a new pending tool call, the model calls that made the change,
         and the session record — only if the store still holds ``session.version`` and no other
         holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
-        lease up, in the same transaction (a turn's last write).
+        lease up, in the same transaction (a turn's last write). ``checkpoint``: a checkpoint
+        of the state this write leaves (a turn's automatic one), stored with it under the same
+        version check. ``memory``: session-memory writes ``(key, value, metadata)`` stored with
+        it (after the checkpoint, so they are newer than its ``memory_version``).
 
         Returns:
             The new version (``session.version + 1``).
