@@ -128,7 +128,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
             checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
         )
-        self.session_memory = SessionMemory(self.store, self.session_id)
+        self.session_memory = SessionMemory.deferred(self.store, self.session_id)  # new: empty
 
     @staticmethod
     def _resolve_bundle(store: Store | None, bundle: RuntimeBundle | None) -> RuntimeBundle:
