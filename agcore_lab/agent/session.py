@@ -200,7 +200,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             metadata=self.metadata,
             version=self.version,
         )
-        return record.model_copy(update=changes)
+        return record.model_copy(update=changes) if changes else record
 
     def _commit(
         self, record: SessionRecord, *, change: str = "turn", last: bool = False, **parts: Any

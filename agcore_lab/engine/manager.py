@@ -288,7 +288,9 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: No such parent.
         """
-        self.require_stored(parent_id)
+        _check_session_id(parent_id)
+        if self.store.session_version(parent_id) is None:  # one indexed read, nothing decoded
+            raise SessionNotFoundError("no such session in the store", session_id=parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
         made: list[CkptMeta] = []
