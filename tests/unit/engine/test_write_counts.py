@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from agcore_lab import Agent, InvalidInputError, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab import (
+    Agent,
+    InvalidInputError,
+    ScriptedModel,
+    SessionManager,
+    SqliteStore,
+    Tool,
+    ToolCall,
+)
 from agcore_lab.store.base import CkptMeta
 
 
@@ -121,3 +129,42 @@ def test_a_commit_with_memory_that_is_not_json_writes_nothing(tmp_path: Path) ->
     assert [(e.key, e.value, e.metadata) for e in store.memory_entries(sid)] == [
         ("result_summary", "ok", {"by": "test"})
     ]
+
+
+def _bank() -> Agent:
+    def transfer(to: str, amount: int) -> str:
+        """Send money."""
+        return f"sent {amount} to {to}"
+
+    model = ScriptedModel([ToolCall(name="transfer", arguments={"to": "u2", "amount": 5}), "ok"])
+    return Agent(
+        name="bank", model=model, tools=[Tool.from_function(transfer, requires_approval=True)]
+    )
+
+
+def test_a_turn_waiting_for_approval_is_checkpointed_with_its_call_in_its_commit(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "p.db")
+    folded, separate = SessionManager(store), SessionManager(store)
+    one, two = folded.create_sync(_bank()), separate.create_sync(_bank())
+    separate.get_sync(two).add_turn_end_hook(lambda session, result: None)
+    statements = _writes(store)
+    call = folded.submit_turn_sync(one, "pay").pending_tool_call
+    assert sum(s.startswith("BEGIN IMMEDIATE") for s in statements) == 2
+    store.connection.set_trace_callback(None)
+    other = separate.submit_turn_sync(two, "pay").pending_tool_call
+    assert call is not None and other is not None
+    a = folded.checkpointer.list_checkpoints_sync(one)[0]
+    b = separate.checkpointer.list_checkpoints_sync(two)[0]
+    assert a.pending is not None and b.pending is not None
+    assert a.pending.interrupt_id == call.interrupt_id
+    assert a.pending.status == b.pending.status == "PENDING_APPROVAL"
+    (stored,) = store.list_pending(one, include_resolved=True)
+    assert a.pending.to_stored() == stored.to_stored()  # what the old path read back
+    times = {"created_at", "updated_at", "expires_at"}
+    skip = {"interrupt_id", "run_id", "session_id", "tool_call_id", *times}
+    assert a.pending.model_dump(exclude=skip) == b.pending.model_dump(exclude=skip)
+    assert _same_checkpoint(a, b) == {}
+    # The approval continues from it as from any checkpoint.
+    assert folded.resume_sync(one, call.run_id, call.interrupt_id, "approve").reply == "ok"
