@@ -9,6 +9,7 @@ three. A dispatch adds the child's ``result_summary`` memory entry to the same w
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,31 +51,22 @@ class TurnCheckpoint:
 def checkpoint_after(
     session: AgentSession, draft: TurnDraft, turn_index: int, pending: PendingToolCall | None
 ) -> CkptMeta | None:
-    """The session's after-turn checkpoint, built from the state committing ``draft`` leaves
-    (the live object is changed for the build only, and given back its own state), or
-    ``None`` when a failure to build it is logged (the hook then tries, and logs, again)."""
+    """The session's after-turn checkpoint, built from the state committing ``draft`` leaves,
+    or ``None`` when a failure to build it is logged (the hook then tries, and logs, again).
+
+    It is built from a shallow copy holding that state: the live object, which other threads
+    may read, is not touched before the commit succeeds.
+    """
     maker = session.turn_checkpoint
     assert maker is not None
-    slot = draft.slot
-    saved = (
-        session.slots.get(slot.slot_id),
-        session.turn_index,
-        session.cost_tracker,
-        session.pending_interrupt_id,
-    )
-    session.slots[slot.slot_id] = slot
-    session.turn_index, session.cost_tracker = turn_index, draft.cost
-    session.pending_interrupt_id = None  # the new call is not stored yet: passed in instead
+    after = copy.copy(session)
+    after.slots = {**session.slots, draft.slot.slot_id: draft.slot}
+    after.turn_index, after.cost_tracker = turn_index, draft.cost
+    after.pending_interrupt_id = None  # the new call is not stored yet: passed in instead
     try:
-        return maker.make(session, pending)
+        return maker.make(after, pending)
     except Exception:
         logger.warning(
             "could not build the checkpoint of session %s's turn", session.session_id, exc_info=True
         )
         return None
-    finally:
-        previous, session.turn_index, session.cost_tracker, session.pending_interrupt_id = saved
-        if previous is None:
-            del session.slots[slot.slot_id]
-        else:
-            session.slots[slot.slot_id] = previous
