@@ -62,8 +62,12 @@ class SessionMemory:
         self._entries = {e.key: e for e in self._store.memory_entries(self.session_id)}
 
     def _current(self) -> dict[str, MemoryEntry]:
-        if self._store.memory_version(self.session_id) != self._version:
-            self.refresh()
+        version = self._store.memory_version(self.session_id)
+        if version != self._version:
+            if version == 0:  # never written: nothing to read
+                self._entries, self._version = {}, 0
+            else:
+                self.refresh()
         return self._entries
 
     def set(

@@ -44,6 +44,7 @@ from agcore_lab.agent.slots import ContextSlot, SlotMode
 from agcore_lab.agent.snapshot import SessionSnapshot
 from agcore_lab.agent.summary import SummaryConfig, request_summary
 from agcore_lab.agent.turn import TurnDraft, resume_turn, run_turn
+from agcore_lab.agent.turn_commit import TurnCheckpoint, TurnMemory, checkpoint_after
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
     ConfigurationError,
@@ -85,6 +86,12 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         'hello!'
     """
 
+    # Set by a manager (its automatic after-turn checkpoint, which may go with the turn's
+    # commit) and by a dispatch (memory writes for the commit of the turn it runs).
+    turn_checkpoint: TurnCheckpoint | None = None
+    turn_memory: TurnMemory | None = None
+    folded_checkpoint: CkptMeta | None = None  # the one the last turn's commit stored
+
     def __init__(
         self,
         agent: Agent,
@@ -121,7 +128,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
             checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
         )
-        self.session_memory = SessionMemory(self.store, self.session_id)
+        self.session_memory = SessionMemory.deferred(self.store, self.session_id)  # new: empty
 
     @staticmethod
     def _resolve_bundle(store: Store | None, bundle: RuntimeBundle | None) -> RuntimeBundle:
@@ -193,7 +200,7 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             metadata=self.metadata,
             version=self.version,
         )
-        return record.model_copy(update=changes)
+        return record.model_copy(update=changes) if changes else record
 
     def _commit(
         self, record: SessionRecord, *, change: str = "turn", last: bool = False, **parts: Any
@@ -319,9 +326,12 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
                 self._holder = self._lease = None
 
     def _nothing_after_commit(self) -> bool:
-        # No turn-end hook or automatic summary may write after the turn's commit: the
-        # commit can then release the turn lease itself.
-        return self.agent.summary_config is None and not self.hooks and not self.bundle.hooks
+        # No automatic summary, and no turn-end hook but the manager's checkpoint (which then
+        # goes with the commit): the commit is the turn's last write and gives the lease up.
+        if self.agent.summary_config is not None or self.bundle.hooks:
+            return False
+        maker = self.turn_checkpoint
+        return all(maker is not None and hook == maker.hook for hook in self.hooks)
 
     async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
         if not isinstance(text, str) or not text.strip():
@@ -373,6 +383,13 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
         turn_index = self.turn_index if continuing else self.turn_index + 1
         slot = draft.slot
         pending = steps.new_pending(draft, self.session_id, run_id)
+        checkpoint = memory = None
+        if last:  # nothing writes after this commit: what would, goes with it
+            if self.turn_checkpoint is not None:
+                checkpoint = checkpoint_after(self, draft, turn_index, pending)
+            if self.turn_memory is not None:
+                memory = self.turn_memory(draft)
+        self.folded_checkpoint = None
         await self._acommit(
             self._record(turn_index=turn_index, spend=draft.cost.by_model),
             change="approval" if continuing else "turn",
@@ -382,7 +399,10 @@ class AgentSession(SessionLoading, SessionViews, SlotOperations, SnapshotOperati
             slots=[slot.to_record(self.session_id)],
             pending=pending,
             calls=draft.calls,
+            checkpoint=checkpoint,
+            memory=memory or (),
         )
+        self.folded_checkpoint = checkpoint
         # Written: now the live state may change.
         self.slots[slot.slot_id] = slot
         self.turn_index = turn_index

@@ -191,6 +191,21 @@ class Checkpointer(RollbackSteps):
         announce it with :meth:`announce` once the session is stored."""
         return self._meta(session, label=label, source="auto", parent=None)
 
+    def turn_meta(self, session: AgentSession, pending: PendingToolCall | None) -> CkptMeta:
+        """The automatic checkpoint after a turn, built from ``session`` as the turn's commit
+        leaves it, for that commit to store (``Store.commit(checkpoint=...)``, which links it
+        to the latest checkpoint as its parent); ``pending`` is the turn's new pending call
+        (not stored yet). Announce it with :meth:`announce` once stored. The same checkpoint
+        as :meth:`checkpoint_locked` would write then."""
+        if session.store is not self._store:
+            raise InvalidInputError(
+                "the session lives in another store than this checkpointer's",
+                session_id=session.session_id,
+            )
+        meta = self._meta(session, label=None, source="auto", parent=None)
+        waiting = pending if pending is not None and pending.status == "PENDING_APPROVAL" else None
+        return meta.model_copy(update={"pending": waiting})
+
     def announce(self, meta: CkptMeta) -> None:
         """Tell the listeners about a checkpoint stored by another write."""
         self._emit("checkpoint", meta.session_id, ckpt_id=meta.ckpt_id)

@@ -40,6 +40,8 @@ from pydantic import JsonValue
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import TurnDone, TurnEvent
+from agcore_lab.agent.turn import TurnDraft
+from agcore_lab.agent.turn_commit import MemoryWrites, TurnMemory
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.dispatch_types import (
     _CURRENT_SHARED,
@@ -158,9 +160,28 @@ class Dispatcher:
             child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
         return child
 
-    def _result(self, child: AgentSession, task: str, response: str, usage: Usage) -> SubTaskResult:
+    @staticmethod
+    def _summary_with_commit(child: AgentSession, written: list[str]) -> TurnMemory:
+        # The result summary goes with the turn's commit when nothing writes after it (see
+        # agcore_lab.agent.turn_commit); ``written`` then holds it, so _result reads nothing.
+        def writes(draft: TurnDraft) -> MemoryWrites:
+            if draft.status == "max_tool_rounds" or RESULT_SUMMARY_KEY in child.session_memory:
+                return ()  # a failure has no summary; a child's own summary stays
+            written.append(draft.reply[:SUMMARY_CHARS])
+            return [(RESULT_SUMMARY_KEY, written[-1], {"written_by": "dispatch"})]
+
+        return writes
+
+    def _result(
+        self,
+        child: AgentSession,
+        task: str,
+        response: str,
+        usage: Usage,
+        written: Sequence[str] = (),
+    ) -> SubTaskResult:
         # A completed child is one with a result_summary; only other outcomes are marked.
-        summary = child.session_memory.get(RESULT_SUMMARY_KEY)
+        summary = written[-1] if written else child.session_memory.get(RESULT_SUMMARY_KEY)
         if summary is None:
             summary = response[:SUMMARY_CHARS]
             child.session_memory.set(RESULT_SUMMARY_KEY, summary, {"written_by": "dispatch"})
@@ -197,6 +218,8 @@ class Dispatcher:
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
         token = _CURRENT_SHARED.set(self._shared(parent_id, config))  # this task's context only
+        written: list[str] = []
+        child.turn_memory = self._summary_with_commit(child, written)
         try:
             async with asyncio.timeout(config.timeout):
                 turn = await child.submit_turn(task)
@@ -209,10 +232,11 @@ class Dispatcher:
             raise self._failure(child, task, "failed", exc) from exc
         finally:
             _CURRENT_SHARED.reset(token)
+            child.turn_memory = None
         log_op(
             "dispatch_finished", "dispatch finished", child_id=child.session_id, status="completed"
         )
-        return self._result(child, task, turn.reply, turn.usage)
+        return self._result(child, task, turn.reply, turn.usage, written)
 
     def _mark(self, child: AgentSession, status: str) -> None:
         # Stored in the child's metadata, for the tree and the sessions table.

@@ -20,6 +20,7 @@ from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
+from agcore_lab.agent.turn_commit import TurnCheckpoint
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.approvals import Approvals
 from agcore_lab.engine.call_ops import CallOperations
@@ -40,6 +41,7 @@ from agcore_lab.errors import (
 )
 from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import ChangeRecord, CkptMeta, SessionRecord, Store
+from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -238,14 +240,24 @@ class SessionManager(ManagerFacades, CallOperations):
         self.register_agent(session.agent)
         if self.auto_checkpoint and self._after_turn not in session.hooks:  # once per session
             session.add_turn_end_hook(self._after_turn)
+            session.turn_checkpoint = TurnCheckpoint(make=self._turn_meta, hook=self._after_turn)
         self._put(session)
         return session
+
+    def _turn_meta(self, session: AgentSession, pending: PendingToolCall | None) -> CkptMeta | None:
+        # The after-turn checkpoint, stored with the turn's commit when nothing writes after it.
+        if session.session_id in self._deferred:
+            return None
+        return self.checkpointer.turn_meta(session, pending)
 
     async def _after_turn(self, session: AgentSession, result: TurnResult) -> None:
         # Runs inside the session's turn lock, after the turn was committed. A failure is
         # logged by the session's hook runner and does not fail the turn.
         self.emit("turn", session.session_id)
-        if session.session_id not in self._deferred:
+        folded, session.folded_checkpoint = session.folded_checkpoint, None
+        if folded is not None:  # stored with the turn's commit
+            self.checkpointer.announce(folded)
+        elif session.session_id not in self._deferred:
             await self.checkpointer.acheckpoint_locked(session, source="auto")
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -291,7 +303,9 @@ class SessionManager(ManagerFacades, CallOperations):
         Raises:
             SessionNotFoundError: No such parent.
         """
-        await self.arequire_stored(parent_id)
+        _check_session_id(parent_id)
+        if await self.astore.asession_version(parent_id) is None:  # one indexed read
+            raise SessionNotFoundError("no such session in the store", session_id=parent_id)
         parent = self._live.get(parent_id)
         bundle = parent.bundle if parent is not None else self.bundle
         made: list[CkptMeta] = []

@@ -122,6 +122,8 @@ class AsyncChainStore(Protocol):
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
         release_lease: bool = False,
+        checkpoint: CkptMeta | None = None,
+        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
         """Async :meth:`~agcore_lab.store.base.Store.commit`."""
         ...

@@ -271,13 +271,19 @@ class SqliteStore(SqliteConnection):
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
         release_lease: bool = False,
+        checkpoint: CkptMeta | None = None,
+        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
         """Write messages, links, slots, a pending call, model-call records and the session
         record in one transaction, if the store still holds ``session.version``; return the
         new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
-        transaction (the last write of a turn)."""
+        transaction (the last write of a turn); ``checkpoint`` (its parent set to the session's
+        latest checkpoint, read in the same transaction) and ``memory`` (``(key, value,
+        metadata)`` writes) are stored in it too."""
         sid = session.session_id
-        with self._write(sessions=[sid], shares=True) as conn:
+        encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
+        touched = [sid] if encoded else []
+        with self._write(sessions=[sid], memory=touched, shares=True) as conn:
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
             if release_lease and lease_holder is not None:
                 release_lease_row(conn, sid, lease_holder)
@@ -290,6 +296,16 @@ class SqliteStore(SqliteConnection):
                 UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
             log_change(conn, sid, change, self._origin)
+            if checkpoint is not None:  # its parent: the latest checkpoint, read in this write
+                latest = conn.execute(
+                    "SELECT max(ckpt_id) FROM checkpoints WHERE session_id = ?", (sid,)
+                ).fetchone()[0]
+                insert_checkpoint(conn, checkpoint.model_copy(update={"parent_ckpt_id": latest}))
+                log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
+            if encoded:
+                now = _ts(utcnow())
+                for key, value_json, metadata_json in encoded:
+                    write_memory(conn, sid, key, value_json, metadata_json, now)
             return version
 
     def load_slots(self, session_id: str) -> list[SlotRecord]:
@@ -518,16 +534,7 @@ class SqliteStore(SqliteConnection):
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:
         """Set ``key`` (keeping its first ``created_at``); return the stored entry."""
-        if not isinstance(key, str):
-            raise InvalidInputError(f"memory key must be a string, got {type(key).__name__}")
-        check_json(value, f"memory value for {key!r}")
-        check_json(metadata, f"memory metadata for {key!r}")
-        try:
-            value_json, metadata_json = compact(value), compact(metadata)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise InvalidInputError(
-                f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
-            ) from exc
+        value_json, metadata_json = _memory_json(session_id, key, value, metadata)
         with self._write(memory=[session_id]) as conn:
             return write_memory(conn, session_id, key, value_json, metadata_json, _ts(utcnow()))
 
@@ -547,3 +554,19 @@ class SqliteStore(SqliteConnection):
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""
         return self._locked_read(lambda conn: latest_version(conn, session_id))
+
+
+def _memory_json(
+    session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
+) -> tuple[str, str]:
+    # Checked and encoded before the write starts: bad input writes nothing.
+    if not isinstance(key, str):
+        raise InvalidInputError(f"memory key must be a string, got {type(key).__name__}")
+    check_json(value, f"memory value for {key!r}")
+    check_json(metadata, f"memory metadata for {key!r}")
+    try:
+        return compact(value), compact(metadata)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(
+            f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
+        ) from exc

@@ -163,6 +163,8 @@ class ThreadedAsyncStore:
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
         release_lease: bool = False,
+        checkpoint: CkptMeta | None = None,
+        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
         return await self._run(
             self._store.commit,
@@ -175,6 +177,8 @@ class ThreadedAsyncStore:
             change=change,
             calls=calls,
             release_lease=release_lease,
+            checkpoint=checkpoint,
+            memory=memory,
         )
 
     async def aload_slots(self, session_id: str) -> list[SlotRecord]:

@@ -72,6 +72,7 @@ from agcore_lab.testing.memory_checks import (
 )
 from agcore_lab.testing.version_checks import (
     check_change_feed,
+    check_commit_carries_checkpoint_and_memory,
     check_stale_commit_writes_nothing,
     check_turn_lease,
     check_versions_count_writes,
@@ -358,6 +359,7 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_stale_commit_writes_nothing,
         check_turn_lease,
         check_change_feed,
+        check_commit_carries_checkpoint_and_memory,
         check_checkpoint_round_trip,
         check_checkpoints_newest_first_and_delete,
         check_restore_checkpoint,

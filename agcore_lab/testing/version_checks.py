@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 
 from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
+from agcore_lab.ids import new_id
 from agcore_lab.llm.messages import Message, UserMessage
-from agcore_lab.store.base import SlotRecord, Store
+from agcore_lab.store.base import CkptMeta, SlotRecord, Store
 from agcore_lab.testing._support import (
+    T0,
     chain_links,
     chain_messages,
     expect,
@@ -22,6 +24,7 @@ from agcore_lab.testing._support import (
 
 __all__ = [
     "check_change_feed",
+    "check_commit_carries_checkpoint_and_memory",
     "check_stale_commit_writes_nothing",
     "check_turn_lease",
     "check_versions_count_writes",
@@ -109,3 +112,57 @@ def check_change_feed(store: Store) -> None:
     expect({c.origin for c in changes} == {store.origin}, "changes carry the store's origin")
     expect_equal(store.latest_change(), changes[-1].seq, "latest_change is the newest seq")
     expect_equal(store.changes_since(changes[-1].seq), [], "nothing after the newest")
+
+
+def _checkpoint(turn_index: int) -> CkptMeta:
+    return CkptMeta(
+        ckpt_id=new_id("ckpt"),
+        session_id="s1",
+        turn_index=turn_index,
+        created_at=T0,
+        agent_name="agent",
+    )
+
+
+def check_commit_carries_checkpoint_and_memory(store: Store) -> None:
+    """A commit may store a checkpoint (its parent: the session's latest checkpoint, read in
+    the commit) and memory writes with the turn; a stale commit stores none of them."""
+    start = _checkpoint(0)
+    store.create_session(session_record(), checkpoint=start)
+    store.commit(session_record(turn_index=1))  # another writer moved it to version 1
+    seq = store.latest_change()
+    lost = _checkpoint(1)
+    expect_raises(
+        StaleSessionError,
+        "a stale commit with a checkpoint and memory",
+        store.commit,
+        session_record(turn_index=2),
+        checkpoint=lost,
+        memory=[("result_summary", "lost", {})],
+    )
+    expect_equal(store.get_checkpoint(lost.ckpt_id), None, "the checkpoint of a stale commit")
+    expect_equal(store.memory_version("s1"), 0, "memory after a stale commit")
+    expect_equal(store.changes_since(seq), [], "the change feed after a stale commit")
+    after = _checkpoint(2)
+    got = store.commit(
+        session_record(turn_index=2, version=1),
+        checkpoint=after,
+        memory=[("result_summary", "done", {"written_by": "dispatch"})],
+    )
+    expect_equal(got, 2, "the version of a commit with a checkpoint")
+    stored = store.get_checkpoint(after.ckpt_id)
+    expect(stored is not None, "the checkpoint stored with the commit reads back")
+    assert stored is not None
+    expect_equal(stored.parent_ckpt_id, start.ckpt_id, "its parent: the latest checkpoint")
+    expect_equal(stored.turn_index, 2, "its turn index")
+    entries = [(e.key, e.value, e.metadata) for e in store.memory_entries("s1")]
+    expect_equal(
+        entries,
+        [("result_summary", "done", {"written_by": "dispatch"})],
+        "memory written with the commit",
+    )
+    expect_equal(
+        [(c.kind, c.ckpt_id) for c in store.changes_since(seq)],
+        [("turn", None), ("checkpoint", after.ckpt_id)],
+        "the change feed of a commit with a checkpoint",
+    )

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from agcore_lab.llm.call_record import ModelCall
     from agcore_lab.llm.messages import Message
-    from agcore_lab.store.base import LinkRecord, SessionRecord, SlotRecord
+    from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotRecord
     from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["ChainStore"]
@@ -34,12 +36,18 @@ class ChainStore(Protocol):
         change: str = "turn",
         calls: Sequence[ModelCall] = (),
         release_lease: bool = False,
+        checkpoint: CkptMeta | None = None,
+        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
         links, upserted slots, a new pending tool call, the model calls that made the change,
         and the session record — only if the store still holds ``session.version`` and no other
         holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
-        lease up, in the same transaction (a turn's last write).
+        lease up, in the same transaction (a turn's last write). ``checkpoint``: a checkpoint
+        of the state this write leaves (a turn's automatic one), stored with it under the same
+        version check, its ``parent_ckpt_id`` set to the session's latest checkpoint (read in
+        the same transaction). ``memory``: session-memory writes ``(key, value, metadata)``
+        stored with it (after the checkpoint, so they are newer than its ``memory_version``).
 
         Returns:
             The new version (``session.version + 1``).

@@ -388,3 +388,39 @@ def test_an_abandoned_stream_still_finalizes_its_child(tmp_path: Path) -> None:
     child = run_sync(abandon())
     (only,) = manager.checkpointer.list_checkpoints_sync(child)
     assert only.label == "finalize" and only.turn_index == 0  # the turn was not committed
+
+
+def test_a_summary_the_child_wrote_itself_is_kept_and_a_failure_gets_none(
+    tmp_path: Path,
+) -> None:
+    # The dispatch's own summary goes with the child's turn commit: only when the child has
+    # none, and never for a turn that failed after its commit (too many tool rounds).
+    from agcore_lab import Tool, ToolCall
+
+    manager, lead = _manager(tmp_path)
+
+    def own(child_id: str) -> None:
+        child = manager.live(child_id)
+        assert child is not None
+        child.session_memory.set("result_summary", "my own words", {"written_by": "child"})
+
+    worker = Agent(name="w", model=ScriptedModel(["the long answer"]))
+    result = run_sync(manager.dispatcher.dispatch(lead, worker, "go", on_child=own))
+    assert result.summary == "my own words"
+    (entry,) = manager.store.memory_entries(result.child_id)
+    assert (entry.value, entry.metadata) == ("my own words", {"written_by": "child"})
+
+    def again() -> str:
+        """Always asks for more."""
+        return "more"
+
+    looping = Agent(
+        name="loop",
+        model=ScriptedModel(lambda m: ToolCall(name="again", arguments={})),
+        tools=[Tool.from_function(again)],
+        max_tool_rounds=1,
+    )
+    with pytest.raises(SubTaskError) as failed:
+        manager.dispatch_sync(lead, looping, "loop")
+    assert failed.value.child_id is not None
+    assert manager.child_memory(failed.value.child_id) == {}

@@ -94,18 +94,24 @@ def test_an_abandoned_sync_stream_is_not_checkpointed(
     assert len(_ckpts(manager, sid)) == 2
 
 
+@pytest.mark.parametrize("path", ["with the commit", "after the commit"])
 def test_a_failed_automatic_checkpoint_is_logged_and_the_turn_succeeds(
     manager: SessionManager,
     agent: Agent,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    path: str,
 ) -> None:
     sid = manager.create_sync(agent)
 
-    def broken(ckpt: Any, **kwargs: Any) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
         raise StorageError("disk full")
 
-    monkeypatch.setattr(manager.store, "put_checkpoint", broken)
+    if path == "with the commit":  # the checkpoint cannot be built for the turn's commit
+        monkeypatch.setattr(manager.store, "memory_version", broken)
+    else:  # another turn-end hook writes after the commit: the checkpoint is its own write
+        manager.get_sync(sid).add_turn_end_hook(lambda session, result: None)
+        monkeypatch.setattr(manager.store, "put_checkpoint", broken)
     with caplog.at_level(logging.ERROR, logger="agcore_lab"):
         result = manager.submit_turn_sync(sid, "still works")
     assert (result.turn_index, result.reply) == (1, "[scripted] still works")

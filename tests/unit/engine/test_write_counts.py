@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
+import pytest
+
+from agcore_lab import (
+    Agent,
+    InvalidInputError,
+    ScriptedModel,
+    SessionManager,
+    SqliteStore,
+    Tool,
+    ToolCall,
+)
+from agcore_lab.store.base import CkptMeta
 
 
 def _writes(store: SqliteStore) -> list[str]:
@@ -41,5 +52,119 @@ def test_a_dispatch_child_is_created_with_its_note_and_checkpoint_at_once(
     assert child.metadata["shared_memory"] == {"parent_id": lead, "namespace": lead}
     labels = [c.label for c in manager.checkpointer.list_checkpoints_sync(result.child_id)]
     assert labels[-1] == "start" and len(labels) == 2  # start, then after its turn
-    # create (+ note + start checkpoint), lease, turn, checkpoint, release, result summary.
-    assert sum(s.startswith("BEGIN IMMEDIATE") for s in statements) == 6
+    # create (+ note + start checkpoint), lease, turn (+ checkpoint, release, result summary).
+    assert sum(s.startswith("BEGIN IMMEDIATE") for s in statements) == 3
+    assert result.summary == "done"
+    assert manager.dispatcher.child_memory(result.child_id) == {"result_summary": "done"}
+    (entry,) = store.memory_entries(result.child_id)
+    assert entry.metadata == {"written_by": "dispatch"}
+    after, start = manager.checkpointer.list_checkpoints_sync(result.child_id)
+    # As when the summary was written after the checkpoint: the checkpoint's memory is older.
+    assert (after.parent_ckpt_id, after.memory_version, after.turn_index) == (start.ckpt_id, 0, 1)
+    assert _lease(store, result.child_id) is None
+
+
+def _lease(store: SqliteStore, sid: str) -> object:
+    row = store.connection.execute(
+        "SELECT lease_holder FROM sessions WHERE session_id = ?", (sid,)
+    ).fetchone()
+    return row[0]
+
+
+def _same_checkpoint(one: CkptMeta, other: CkptMeta) -> dict[str, object]:
+    # What a checkpoint holds, less its own id, time and the ids of the session's rows.
+    skip = {"ckpt_id", "session_id", "parent_ckpt_id", "created_at", "slots", "pending"}
+    return {k: (v, getattr(other, k)) for k, v in one if k not in skip and v != getattr(other, k)}
+
+
+def test_a_manager_turn_is_one_write_with_its_checkpoint_and_lease_release(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    folded, separate = SessionManager(store), SessionManager(store)
+    events: list[str] = []
+    folded.add_listener(lambda event: events.append(event.kind))
+    agent = Agent(name="a", model=ScriptedModel())
+    one, two = folded.create_sync(agent), separate.create_sync(agent)
+    separate.get_sync(two).add_turn_end_hook(lambda session, result: None)  # writes after
+    statements = _writes(store)
+    folded.submit_turn_sync(one, "hello")
+    folding = sum(s.startswith("BEGIN IMMEDIATE") for s in statements)
+    statements.clear()
+    separate.submit_turn_sync(two, "hello")
+    store.connection.set_trace_callback(None)
+    # lease + turn (with checkpoint and lease release), against lease, turn, checkpoint,
+    # release when another hook runs after the commit.
+    assert (folding, sum(s.startswith("BEGIN IMMEDIATE") for s in statements)) == (2, 4)
+    assert events[-2:] == ["turn", "checkpoint"]
+    for sid, manager in ((one, folded), (two, separate)):
+        record = store.get_session(sid)
+        assert record is not None and _lease(store, sid) is None
+        after, start = manager.checkpointer.list_checkpoints_sync(sid)
+        assert after.parent_ckpt_id == start.ckpt_id and after.label is None
+        assert after.slots["main"].head_node_id == manager.get_sync(sid).current_slot.head_node_id
+    (a, _), (b, _) = (
+        m.checkpointer.list_checkpoints_sync(s) for s, m in ((one, folded), (two, separate))
+    )
+    assert _same_checkpoint(a, b) == {}
+    # Rolling back to it gives the turn's state.
+    folded.submit_turn_sync(one, "again")
+    folded.checkpointer.rollback_sync(one, a.ckpt_id)
+    assert [m.content for m in folded.get_sync(one).current_slot.messages] == [
+        "hello",
+        "[scripted] hello",
+    ]
+
+
+def test_a_commit_with_memory_that_is_not_json_writes_nothing(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "j.db")
+    manager = SessionManager(store)
+    sid = manager.create_sync(Agent(name="a", model=ScriptedModel()))
+    record = manager.get_sync(sid).record()
+    with pytest.raises(InvalidInputError, match="result_summary"):
+        store.commit(record, memory=[("result_summary", {1, 2}, {})])  # type: ignore[list-item]
+    assert store.session_version(sid) == record.version
+    assert store.memory_entries(sid) == []
+    store.commit(record, memory=[("result_summary", "ok", {"by": "test"})])
+    assert [(e.key, e.value, e.metadata) for e in store.memory_entries(sid)] == [
+        ("result_summary", "ok", {"by": "test"})
+    ]
+
+
+def _bank() -> Agent:
+    def transfer(to: str, amount: int) -> str:
+        """Send money."""
+        return f"sent {amount} to {to}"
+
+    model = ScriptedModel([ToolCall(name="transfer", arguments={"to": "u2", "amount": 5}), "ok"])
+    return Agent(
+        name="bank", model=model, tools=[Tool.from_function(transfer, requires_approval=True)]
+    )
+
+
+def test_a_turn_waiting_for_approval_is_checkpointed_with_its_call_in_its_commit(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "p.db")
+    folded, separate = SessionManager(store), SessionManager(store)
+    one, two = folded.create_sync(_bank()), separate.create_sync(_bank())
+    separate.get_sync(two).add_turn_end_hook(lambda session, result: None)
+    statements = _writes(store)
+    call = folded.submit_turn_sync(one, "pay").pending_tool_call
+    assert sum(s.startswith("BEGIN IMMEDIATE") for s in statements) == 2
+    store.connection.set_trace_callback(None)
+    other = separate.submit_turn_sync(two, "pay").pending_tool_call
+    assert call is not None and other is not None
+    a = folded.checkpointer.list_checkpoints_sync(one)[0]
+    b = separate.checkpointer.list_checkpoints_sync(two)[0]
+    assert a.pending is not None and b.pending is not None
+    assert a.pending.interrupt_id == call.interrupt_id
+    assert a.pending.status == b.pending.status == "PENDING_APPROVAL"
+    (stored,) = store.list_pending(one, include_resolved=True)
+    assert a.pending.to_stored() == stored.to_stored()  # what the old path read back
+    times = {"created_at", "updated_at", "expires_at"}
+    skip = {"interrupt_id", "run_id", "session_id", "tool_call_id", *times}
+    assert a.pending.model_dump(exclude=skip) == b.pending.model_dump(exclude=skip)
+    assert _same_checkpoint(a, b) == {}
+    # The approval continues from it as from any checkpoint.
+    assert folded.resume_sync(one, call.run_id, call.interrupt_id, "approve").reply == "ok"
