@@ -29,7 +29,8 @@ from agcore_lab.engine.dispatch import Dispatcher
 from agcore_lab.engine.events import EventHub
 from agcore_lab.engine.manager_api import ManagerFacades
 from agcore_lab.engine.manager_config import SessionManagerConfig
-from agcore_lab.engine.records import EventKind, ManagerEvent, SessionTree
+from agcore_lab.engine.manager_tree import TreeOperations
+from agcore_lab.engine.records import EventKind, ManagerEvent
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.errors import (
     AgentNotFoundError,
@@ -44,7 +45,7 @@ from agcore_lab.store.base import ChangeRecord, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 __all__ = ["AgentNotFoundError", "SessionManager"]
 
@@ -58,7 +59,7 @@ def _check_session_id(session_id: object) -> None:
         )
 
 
-class SessionManager(ManagerFacades, CallOperations):
+class SessionManager(ManagerFacades, CallOperations, TreeOperations):
     """Creates, finds, recovers and destroys sessions, and keeps them in a tree.
 
     Args:
@@ -505,49 +506,6 @@ class SessionManager(ManagerFacades, CallOperations):
         self.register_agent(new_agent)
         self.emit("agent_switched", session_id)
 
-    # -- tree -------------------------------------------------------------------------------
-
-    async def refresh(self, session_id: str) -> bool:
-        """Reload the live session from the store if another writer moved it on (see
-        :meth:`AgentSession.refresh`); a session not live here is recovered. Returns whether
-        anything was reloaded."""
-        session = self.live(session_id)
-        if session is None:
-            await self.recover(session_id)
-            return True
-        return await session.refresh()
-
-    async def children(self, parent_id: str) -> list[str]:
-        """Ids of the sessions whose parent is ``parent_id``, oldest first."""
-        await self.arequire_stored(parent_id)
-        return await self.astore.achild_ids(parent_id)
-
-    async def parent(self, child_id: str) -> str | None:
-        """The parent's id; ``None`` for a root, or when the parent was destroyed."""
-        record = await self.arequire_stored(child_id)
-        if record.parent_id is None or await self.astore.aget_session(record.parent_id) is None:
-            return None
-        return record.parent_id
-
-    async def tree(self, root_id: str | None = None) -> SessionTree:
-        """The session tree (all roots, or the subtree under ``root_id``).
-
-        Raises:
-            SessionNotFoundError: ``root_id`` is not in the store.
-        """
-        sessions = await self.astore.alist_sessions()
-        return SessionTree.build(sessions, set(self.live_ids()), root_id)
-
-    def sessions_dataframe(self) -> pd.DataFrame:
-        """One row per stored session (the ``sessions`` table, plus a ``live`` column)."""
-        frame: pd.DataFrame = self.store.read_dataframe(
-            "SELECT session_id, parent_id, agent_name, turn_index, current_slot_id, "
-            "prompt_tokens, completion_tokens, cost_usd, created_at, updated_at "
-            "FROM sessions ORDER BY created_at"
-        )
-        frame["live"] = frame["session_id"].isin(self.live_ids())
-        return frame
-
     # -- turns ------------------------------------------------------------------------------
 
     async def submit_turn(self, session_id: str, text: str, *, wait: float = 0.0) -> TurnResult:
@@ -616,22 +574,6 @@ class SessionManager(ManagerFacades, CallOperations):
     def switch_agent_sync(self, session_id: str, new_agent: Agent) -> None:
         """Blocking twin of :meth:`switch_agent`."""
         run_sync(self.switch_agent(session_id, new_agent))
-
-    def refresh_sync(self, session_id: str) -> bool:
-        """Blocking twin of :meth:`refresh`."""
-        return run_sync(self.refresh(session_id))
-
-    def children_sync(self, parent_id: str) -> list[str]:
-        """Blocking twin of :meth:`children`."""
-        return run_sync(self.children(parent_id))
-
-    def parent_sync(self, child_id: str) -> str | None:
-        """Blocking twin of :meth:`parent`."""
-        return run_sync(self.parent(child_id))
-
-    def tree_sync(self, root_id: str | None = None) -> SessionTree:
-        """Blocking twin of :meth:`tree`."""
-        return run_sync(self.tree(root_id))
 
     def submit_turn_sync(self, session_id: str, text: str, *, wait: float = 0.0) -> TurnResult:
         """Blocking twin of :meth:`submit_turn`."""
