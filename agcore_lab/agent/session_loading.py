@@ -135,8 +135,8 @@ class SessionLoading:
         return True
 
     async def _areload_if_stale(self, stored: int | None = None) -> bool:
-        # _reload_if_stale, with the version and record awaited through the async store (the
-        # slots and chains of a reload are read by the sync ``restore``).
+        # _reload_if_stale, awaited through the async store (the sync ``restore`` that reads
+        # the slots and chains runs where the adapter runs store calls).
         if stored is None:
             stored = await self.astore.asession_version(self.session_id)
         if stored == self.version:
@@ -148,7 +148,7 @@ class SessionLoading:
                 session_id=self.session_id,
             )
         logger.debug("session %s: reloading version %d", self.session_id, record.version)
-        self.restore(record)
+        await self.astore.arun(self.restore, record)  # its reads off the loop on PostgreSQL
         return True
 
     def _unanswered_interrupt(self) -> str | None:

@@ -391,7 +391,9 @@ class Checkpointer(RollbackSteps):
             )
             marker = self._marker(target)
             await self._astore.arestore_checkpoint(target, record, marker)
-            session.restore(record.model_copy(update={"version": record.version + 1}))
+            await self._astore.arun(
+                session.restore, record.model_copy(update={"version": record.version + 1})
+            )
         self._emit("rollback", session_id, ckpt_id=marker.ckpt_id)
         return marker.ckpt_id
 

@@ -398,7 +398,10 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations):
                     session_id=session_id,
                     agent_name=record.agent_name,
                 )
-        session = self._attach(AgentSession.load(session_id, agent, bundle=bundle or self.bundle))
+        loaded = await self.astore.arun(
+            AgentSession.load, session_id, agent, bundle=bundle or self.bundle
+        )
+        session = self._attach(loaded)
         latest = await self.astore.alist_checkpoints(session_id, limit=1)
         if (
             self.auto_checkpoint
@@ -451,7 +454,10 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations):
                 f"no agent named {record.agent_name!r} is registered", agent_name=record.agent_name
             )
         parent = self.live(parent_id) if parent_id is not None else None
-        return self._attach(AgentSession.load(session_id, agent, bundle=self.bundle, reuse=parent))
+        loaded = await self.astore.arun(
+            AgentSession.load, session_id, agent, bundle=self.bundle, reuse=parent
+        )
+        return self._attach(loaded)
 
     async def replace(self, session_id: str, session: AgentSession) -> None:
         """Make ``session`` the live object for ``session_id`` (their ids must match).

@@ -24,8 +24,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
         Store,
     )
     from agcore_lab.store.pending import PendingToolCall
+
+_T = TypeVar("_T")
 
 __all__ = [
     "AsyncCallStore",
@@ -317,4 +319,10 @@ class AsyncStore(
 
     async def aclose(self) -> None:
         """Async :meth:`~agcore_lab.store.base.Store.close`."""
+        ...
+
+    async def arun(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run ``fn(*args, **kwargs)`` — sync work made of several reads of this store, such
+        as rebuilding a session from its rows — where the adapter runs a store call (on a
+        worker thread when the backend hops, so a reload does not block the event loop)."""
         ...

@@ -108,6 +108,9 @@ class ThreadedAsyncStore:
     async def aclose(self) -> None:
         await self._run(self._store.close)
 
+    async def arun(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(fn, *args, **kwargs)
+
     # -- SessionStore --
 
     async def acreate_session(

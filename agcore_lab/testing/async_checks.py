@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # Members of AsyncStore that are not the ``a`` twin of a Store method.
-_ASYNC_ONLY = {"sync_store", "aclose", "origin"}
+_ASYNC_ONLY = {"sync_store", "aclose", "origin", "arun"}
 
 
 def _members(protocol: type) -> dict[str, Any]:

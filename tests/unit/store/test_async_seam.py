@@ -4,6 +4,7 @@ conformance checks catch a ``Store`` method the async side does not forward."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -60,6 +61,40 @@ def test_a_hop_keeps_the_loop_free_and_a_direct_call_does_not() -> None:
     slow = _Slow(":memory:")
     assert asyncio.run(ticks_during(ThreadedAsyncStore(slow, hop=True))) >= 5
     assert asyncio.run(ticks_during(ThreadedAsyncStore(slow, hop=False))) == 0
+
+
+def test_arun_runs_sync_work_where_store_calls_run() -> None:
+    # A reload or recover (several sync reads) hops with the store's calls, or stays direct.
+    async def thread_of(adapter: ThreadedAsyncStore) -> tuple[int, int, int]:
+        here = threading.get_ident()
+        ran, value = await adapter.arun(lambda n: (threading.get_ident(), n), 7)
+        return here, ran, value
+
+    store = SqliteStore(":memory:")
+    here, ran, seven = asyncio.run(thread_of(ThreadedAsyncStore(store, hop=True)))
+    assert ran != here and seven == 7
+    here, ran, seven = asyncio.run(thread_of(ThreadedAsyncStore(store, hop=False)))
+    assert ran == here and seven == 7
+
+
+def test_a_recover_and_a_reload_through_a_hopping_store_keep_the_session_right() -> None:
+    from agcore_lab import Agent, RuntimeBundle, ScriptedModel, SessionManager
+
+    class _Hopping(SqliteStore):
+        async_hop = True  # as PostgresStore: the engine's store calls run on worker threads
+
+    store = _Hopping(":memory:")
+    assert as_async(store).hop
+    agent = Agent(name="w", model=ScriptedModel())
+    first = SessionManager(bundle=RuntimeBundle(store=store), agents=[agent])
+    sid = first.create_sync(agent)
+    first.submit_turn_sync(sid, "one")
+    other = SessionManager(bundle=RuntimeBundle(store=store), agents=[agent])
+    other.recover_sync(sid)
+    other.submit_turn_sync(sid, "two")  # moves the store on: the first manager reloads
+    first.submit_turn_sync(sid, "three")
+    texts = [m.text for m in first.get_sync(sid).messages if m.role == "user"]
+    assert texts == ["one", "two", "three"]
 
 
 def test_the_adapter_refuses_a_non_store() -> None:
