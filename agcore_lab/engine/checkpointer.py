@@ -194,15 +194,16 @@ class Checkpointer(RollbackSteps):
     def turn_meta(self, session: AgentSession, pending: PendingToolCall | None) -> CkptMeta:
         """The automatic checkpoint after a turn, built from ``session`` as the turn's commit
         leaves it, for that commit to store (``Store.commit(checkpoint=...)``, which links it
-        to the latest checkpoint as its parent); ``pending`` is the turn's new pending call
-        (not stored yet). Announce it with :meth:`announce` once stored. The same checkpoint
-        as :meth:`checkpoint_locked` would write then."""
+        to the latest checkpoint as its parent and sets its memory version); ``pending`` is
+        the turn's new pending call (not stored yet). Announce it with :meth:`announce` once
+        stored. The same checkpoint as :meth:`checkpoint_locked` would write then."""
         if session.store is not self._store:
             raise InvalidInputError(
                 "the session lives in another store than this checkpointer's",
                 session_id=session.session_id,
             )
-        meta = self._meta(session, label=None, source="auto", parent=None)
+        # Parent and memory version are read by the commit, in its transaction (no read here).
+        meta = self._meta(session, label=None, source="auto", parent=None, memory_version=0)
         waiting = pending if pending is not None and pending.status == "PENDING_APPROVAL" else None
         return meta.model_copy(update={"pending": waiting})
 

@@ -278,7 +278,8 @@ class SqliteStore(SqliteConnection):
         record in one transaction, if the store still holds ``session.version``; return the
         new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
         transaction (the last write of a turn); ``checkpoint`` (its parent set to the session's
-        latest checkpoint, read in the same transaction) and ``memory`` (``(key, value,
+        latest checkpoint and its ``memory_version`` to the session's, both read in the same
+        transaction) and ``memory`` (``(key, value,
         metadata)`` writes) are stored in it too."""
         sid = session.session_id
         encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
@@ -296,11 +297,12 @@ class SqliteStore(SqliteConnection):
                 UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
             log_change(conn, sid, change, self._origin)
-            if checkpoint is not None:  # its parent: the latest checkpoint, read in this write
+            if checkpoint is not None:  # its parent and memory version, read in this write
                 latest = conn.execute(
                     "SELECT max(ckpt_id) FROM checkpoints WHERE session_id = ?", (sid,)
                 ).fetchone()[0]
-                insert_checkpoint(conn, checkpoint.model_copy(update={"parent_ckpt_id": latest}))
+                read = {"parent_ckpt_id": latest, "memory_version": latest_version(conn, sid)}
+                insert_checkpoint(conn, checkpoint.model_copy(update=read))
                 log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
             if encoded:
                 now = _ts(utcnow())

@@ -45,9 +45,10 @@ class ChainStore(Protocol):
         holder's turn lease is live. ``release_lease=True`` also gives ``lease_holder``'s turn
         lease up, in the same transaction (a turn's last write). ``checkpoint``: a checkpoint
         of the state this write leaves (a turn's automatic one), stored with it under the same
-        version check, its ``parent_ckpt_id`` set to the session's latest checkpoint (read in
-        the same transaction). ``memory``: session-memory writes ``(key, value, metadata)``
-        stored with it (after the checkpoint, so they are newer than its ``memory_version``).
+        version check, its ``parent_ckpt_id`` set to the session's latest checkpoint and its
+        ``memory_version`` to the session's (both read in the same transaction). ``memory``:
+        session-memory writes ``(key, value, metadata)`` stored with it (after the
+        checkpoint, so they are newer than its ``memory_version``).
 
         Returns:
             The new version (``session.version + 1``).

@@ -108,7 +108,8 @@ def test_a_failed_automatic_checkpoint_is_logged_and_the_turn_succeeds(
         raise StorageError("disk full")
 
     if path == "with the commit":  # the checkpoint cannot be built for the turn's commit
-        monkeypatch.setattr(manager.store, "memory_version", broken)
+        monkeypatch.setattr(manager.checkpointer, "turn_meta", broken)
+        monkeypatch.setattr(manager.store, "memory_version", broken)  # nor on its own
     else:  # another turn-end hook writes after the commit: the checkpoint is its own write
         manager.get_sync(sid).add_turn_end_hook(lambda session, result: None)
         monkeypatch.setattr(manager.store, "put_checkpoint", broken)
