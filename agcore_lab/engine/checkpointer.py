@@ -135,10 +135,16 @@ class Checkpointer(RollbackSteps):
         source: CheckpointSource,
         parent: str | None,
         memory_version: int | None = None,
+        pending: PendingToolCall | None | bool = True,
     ) -> CkptMeta:
+        # ``pending=True``: read the call the session waits on here (sync callers); async
+        # callers pass what they awaited.
         usage = session.usage
         if memory_version is None:
             memory_version = self._store.memory_version(session.session_id)
+        if pending is True:
+            pending = session.pending_tool_call()
+        waiting = pending if isinstance(pending, PendingToolCall) else None
         return CkptMeta(
             ckpt_id=new_id("ckpt"),
             session_id=session.session_id,
@@ -156,13 +162,10 @@ class Checkpointer(RollbackSteps):
             memory_version=memory_version,
             slots={sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
             spend=dict(session.cost_tracker.by_model),
-            pending=self._waiting(session),
+            pending=waiting
+            if waiting is not None and waiting.status == "PENDING_APPROVAL"
+            else None,
         )
-
-    @staticmethod
-    def _waiting(session: AgentSession) -> PendingToolCall | None:
-        call = session.pending_tool_call()
-        return call if call is not None and call.status == "PENDING_APPROVAL" else None
 
     def _latest_id(self, session_id: str) -> str | None:
         latest = self._store.list_checkpoints(session_id, limit=1)
@@ -203,9 +206,9 @@ class Checkpointer(RollbackSteps):
                 session_id=session.session_id,
             )
         # Parent and memory version are read by the commit, in its transaction (no read here).
-        meta = self._meta(session, label=None, source="auto", parent=None, memory_version=0)
-        waiting = pending if pending is not None and pending.status == "PENDING_APPROVAL" else None
-        return meta.model_copy(update={"pending": waiting})
+        return self._meta(
+            session, label=None, source="auto", parent=None, memory_version=0, pending=pending
+        )
 
     def announce(self, meta: CkptMeta) -> None:
         """Tell the listeners about a checkpoint stored by another write."""
@@ -245,6 +248,7 @@ class Checkpointer(RollbackSteps):
             source=source,
             parent=latest[0].ckpt_id if latest else None,
             memory_version=await store.amemory_version(sid),
+            pending=await session._apending_tool_call(),
         )
         await store.aput_checkpoint(meta, expected_version=session.version)
         self._emit("checkpoint", sid, ckpt_id=meta.ckpt_id)
