@@ -25,8 +25,16 @@ flags) go to ``detail_json`` only when set.
 The primary key is ``(session_id, call_id)``: a session's calls are one range scan, oldest
 first. The checkpoint a call led to is not written with it: it is the session's first
 checkpoint after the call (ids are time-ordered), found when reading; deleting checkpoints
-deletes the calls that led to them. Latencies are whole microseconds; the request hash is 16
-bytes.
+deletes the calls that led to them. Latencies are whole microseconds.
+
+The request hash is 16 bytes when it was known at write time (a redacted call keeps the hash
+of the request as sent; records stored before the hash moved to read time) and zero bytes
+otherwise: a turn does not hash its request, the reader derives the same value from the
+parts (:mod:`agcore_lab.store._calls_read`).
+
+Writes are lean (a recorder's :class:`~agcore_lab.llm.call_note.CallNote`, no record): the
+blobs a session's committed calls already reference (its tools, its system prompt) are not
+written or serialized again (:class:`_Interned`); the row is plain integers and strings.
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ from __future__ import annotations
 import base64
 import bisect
 import hashlib
+import operator
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -42,6 +52,7 @@ from typing import Any
 from pydantic import JsonValue, TypeAdapter
 
 from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.call_note import CallNote, to_note
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._json import compact
@@ -72,7 +83,7 @@ def _micros(moment: datetime) -> int:
 _DIGESTS: dict[str, str] = {}  # body -> its content address (the same bodies recur)
 
 
-def _put_blob(conn: sqlite3.Connection, body: str) -> str:
+def _digest(body: str) -> str:
     # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
     digest = _DIGESTS.get(body)
     if digest is None:
@@ -81,52 +92,120 @@ def _put_blob(conn: sqlite3.Connection, body: str) -> str:
         if len(_DIGESTS) >= 2_000:
             _DIGESTS.clear()
         _DIGESTS[body] = digest
-    conn.execute("INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)", (digest, body))
     return digest
 
 
+class _Interned:
+    """The blobs a session's *committed* calls reference, per SQLite connection: a later
+    call of the session references them without writing (or even serializing) them again.
+
+    A blob inserted by a write is only tentative until that write is known to have
+    committed: the next write of the session checks that the call row it came with is
+    stored (one read, once per new blob set). Deleting a session's calls (prune, delete)
+    forgets its blobs, so the next call writes them again.
+    """
+
+    def __init__(self) -> None:
+        self.confirmed: dict[str, set[str]] = {}
+        self.tentative: dict[str, tuple[str, set[str]]] = {}
+
+    def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
+        pending = self.tentative.pop(session_id, None)
+        if pending is not None:
+            stored = conn.execute(
+                "SELECT 1 FROM model_calls WHERE session_id = ? AND call_id = ?",
+                (session_id, pending[0]),
+            ).fetchone()
+            if stored is not None:
+                self.confirmed.setdefault(session_id, set()).update(pending[1])
+        return self.confirmed.get(session_id, _NOTHING)
+
+    def forget(self, session_id: str) -> None:
+        self.confirmed.pop(session_id, None)
+        self.tentative.pop(session_id, None)
+
+
+_NOTHING: set[str] = set()
+# Per database file, found once per SQLite connection (the connection is kept with its entry
+# so its id is not reused). PostgreSQL writes go through pooled connections: their blobs are
+# written (``ON CONFLICT DO NOTHING``) every call.
+_BY_CONNECTION: dict[int, tuple[object, _Interned]] = {}
+_BY_FILE: dict[str, _Interned] = {}
+
+
+def _file_key(path: str) -> str:
+    # The file's identity, not only its name: a file made anew at the same path starts over.
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        return ""
+    return f"{path}:{info.st_dev}:{info.st_ino}" if info is not None else ""
+
+
+def _interned(conn: sqlite3.Connection) -> _Interned | None:
+    if not isinstance(conn, sqlite3.Connection):
+        return None
+    entry = _BY_CONNECTION.get(id(conn))
+    if entry is None or entry[0] is not conn:
+        if len(_BY_CONNECTION) >= 256:
+            _BY_CONNECTION.clear()
+        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        key = _file_key(files[0] if files else "")
+        if len(_BY_FILE) >= 256:
+            _BY_FILE.clear()
+        state = _BY_FILE.setdefault(key, _Interned()) if key else _Interned()
+        entry = (conn, state)
+        _BY_CONNECTION[id(conn)] = entry
+    return entry[1]
+
+
+def _forget(conn: sqlite3.Connection, session_id: str) -> None:
+    interned = _interned(conn)
+    if interned is not None:
+        interned.forget(session_id)
+
+
 # Serialized blobs of objects sent again and again (the system prompt, the tools), by object:
-# id -> (the object, its body). Only the serializing is cached; every call still inserts.
-_BODIES: dict[int, tuple[object, str]] = {}
+# id -> (the object, its body, its digest).
+_BODIES: dict[int, tuple[object, str, str]] = {}
 
 
-def _body(value: object, make: Callable[[], str]) -> str:
+def _body(value: object, make: Callable[[], str]) -> tuple[str, str]:
     cached = _BODIES.get(id(value))
     if cached is not None and cached[0] is value:
-        return cached[1]
+        return cached[1], cached[2]
     body = make()
     if len(_BODIES) >= 5_000:
         _BODIES.clear()
-    _BODIES[id(value)] = (value, body)
-    return body
+    _BODIES[id(value)] = (value, body, _digest(body))
+    return body, _digest(body)
 
 
-def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) -> str:
+def _message_body(message: Message) -> tuple[str, str]:
     # Request parts are stored by content (no id or time), so an injected summary made anew
     # for every call, or the system prompt of every session, is kept once.
-    if keep_id:
-        return _put_blob(conn, compact(message.model_dump(mode="json")))
-    body = _body(
+    return _body(
         message, lambda: compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
     )
-    return _put_blob(conn, body)
 
 
-_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str, str]] = {}
 
 
-def _tools_blob(conn: sqlite3.Connection, tools: Sequence[ToolSpec]) -> str:
-    key = tuple(id(t) for t in tools)
+def _tools_body(tools: Sequence[ToolSpec]) -> tuple[str, str]:
+    # By the tool objects (an agent offers the same ToolSpec objects every call).
+    key = tuple(map(id, tools))
     cached = _TOOL_BODIES.get(key)
-    if cached is None or not all(a is b for a, b in zip(cached[0], tools, strict=True)):
+    if cached is None or not all(map(operator.is_, cached[0], tools)):
         if len(_TOOL_BODIES) >= 1_000:
             _TOOL_BODIES.clear()
-        cached = (tuple(tools), _TOOLS.dump_json(list(tools)).decode())
+        body = _TOOLS.dump_json(list(tools)).decode()
+        cached = (tuple(tools), body, _digest(body))
         _TOOL_BODIES[key] = cached
-    return _put_blob(conn, cached[1])
+    return cached[1], cached[2]
 
 
-def _detail(call: ModelCall) -> str | None:
+def _detail(call: CallNote) -> str | None:
     detail: dict[str, JsonValue] = {}
     if call.params:
         detail["params"] = call.params
@@ -167,40 +246,80 @@ _CALL_COLUMNS = (
     "parts_json",
     "detail_json",
 )
+_INSERT_CALL = (
+    f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+)
+_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
+# A request hash left for the reader to derive from the stored parts (zero bytes).
+UNHASHED = b""
 
 
-def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tuple[Any, ...]:
-    anchor, tail = call._tail if call._tail is not None else (None, 0)
-    head = call.request_messages[: len(call.request_messages) - tail]
+def _parts_json(
+    tail: int, tools_hash: str, heads: list[str], letters: str, response_hash: str | None
+) -> str:
+    if tail and tools_hash and response_hash is None and (not letters or heads):
+        # A turn's call: [t, T] or [t, T, [p...], i] (the parts without their key names).
+        if heads:
+            quoted = ",".join(f'"{h}"' for h in heads)
+            return f'[{tail},"{tools_hash}",[{quoted}],"{letters}"]'
+        return f'[{tail},"{tools_hash}"]'
     parts: dict[str, JsonValue] = {}
-    if head:
-        parts["p"] = [_message_blob(conn, m, keep_id=False) for m in head]
-    if call.injected:
-        # One letter per head part: what the engine injected there ("-": not injected).
-        parts["i"] = "".join(
-            _LETTERS.get(call.injected.get(i, ""), "-") for i in range(max(call.injected) + 1)
-        )
+    if heads:
+        parts["p"] = list(heads)
+    if letters:
+        parts["i"] = letters  # one letter per head part ("-": not injected)
     if tail:
         parts["t"] = tail
+    if tools_hash:
+        parts["T"] = tools_hash
+    if response_hash is not None:
+        parts["r"] = response_hash
+    return compact(parts)
+
+
+def _heads(call: CallNote, count: int, known: set[str], blobs: dict[str, str]) -> list[str]:
+    heads = []
+    for message in call.request[:count]:
+        body, digest = _message_body(message)
+        if digest not in known:
+            blobs[digest] = body
+        heads.append(digest)
+    return heads
+
+
+def _letters(injected: dict[int, str] | None) -> str:
+    if not injected:
+        return ""
+    return "".join(_LETTERS.get(injected.get(i, ""), "-") for i in range(max(injected) + 1))
+
+
+def _row(
+    call: CallNote, homes: dict[str, str], known: set[str], blobs: dict[str, str]
+) -> tuple[Any, ...]:
+    """The row of ``call``; blobs it needs that ``known`` does not hold go to ``blobs``."""
+    anchor, tail = call.tail if call.tail is not None else (None, 0)
+    count = len(call.request) - tail
+    tools_hash = ""
     if call.tools:
-        parts["T"] = _tools_blob(conn, call.tools)
-    response_id = None
-    if call.response is not None:
-        if call._response_stored:
-            response_id = call.response.id
+        body, tools_hash = _tools_body(call.tools)
+        if tools_hash not in known:
+            blobs[tools_hash] = body
+    heads = _heads(call, count, known, blobs) if count else []
+    response = call.response
+    response_id = response_hash = None
+    if response is not None:
+        if call.response_stored:
+            response_id = response.id
             if homes.get(response_id, "") == anchor:
                 # The answer's own row places it right after the anchor (written in this
                 # transaction): its parent is the anchor, not stored again (21 B a call).
                 anchor = None
         else:
-            parts["r"] = _message_blob(conn, call.response, keep_id=True)
-    if tail and "T" in parts and "r" not in parts and ("i" not in parts or "p" in parts):
-        parts_json = f'[{tail},"{parts["T"]}"]'
-        if "p" in parts:
-            heads = ",".join(f'"{h}"' for h in parts["p"])  # type: ignore[union-attr]
-            parts_json = f'[{tail},"{parts["T"]}",[{heads}],"{parts.get("i", "")}"]'
-    else:
-        parts_json = compact(parts)
+            body = compact(response.model_dump(mode="json"))
+            response_hash = _digest(body)
+            blobs[response_hash] = body
+    usage = call.usage
     return (
         call.session_id,
         call.call_id,
@@ -209,35 +328,50 @@ def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tu
         call.kind,
         call.model,
         call.status,
-        call.usage.prompt_tokens,
-        call.usage.completion_tokens,
+        usage.prompt_tokens,
+        usage.completion_tokens,
         call.cost,
-        _micros(call.started_at),
-        round(call.latency_s * 1_000_000),
-        round(call.ttft_s * 1_000_000) if call.ttft_s is not None else None,
+        call.started_ns // 1000,
+        (call.latency_ns + 500) // 1000,
+        (call.ttft_ns + 500) // 1000 if call.ttft_ns is not None else None,
         call.finish_reason,
-        bytes.fromhex(call.request_hash),
+        bytes.fromhex(call.request_hash) if call.request_hash is not None else UNHASHED,
         anchor,
         response_id,
-        parts_json,
+        _parts_json(tail, tools_hash, heads, _letters(call.injected), response_hash),
         _detail(call),
     )
 
 
 def insert_calls(
-    conn: sqlite3.Connection, calls: Sequence[ModelCall], homes: dict[str, str] | None = None
+    conn: sqlite3.Connection,
+    calls: Sequence[ModelCall | CallNote],
+    homes: dict[str, str] | None = None,
 ) -> None:
-    """Insert call records (an id stored already is skipped).
+    """Insert call records or notes (an id stored already is skipped).
 
     A call is anchored at the chain node its history tail ends at (or, with no tail, the
     slot's head when it was made), so a rollback past that node marks it abandoned.
     ``homes`` maps messages placed at home in the same transaction to their parent node.
+    A note without a request hash is stored without one: the reader derives it.
     """
-    conn.executemany(
-        f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
-        f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})",
-        [_row(conn, call, homes or {}) for call in calls],
-    )
+    interned = _interned(conn)
+    rows = []
+    known: dict[str, set[str]] = {}
+    fresh: dict[str, tuple[str, set[str]]] = {}  # per session: a call of this write, its blobs
+    for call in calls:
+        note = to_note(call)
+        sid = note.session_id
+        if sid not in known:
+            known[sid] = interned.known(conn, sid) if interned is not None else _NOTHING
+        blobs: dict[str, str] = {}
+        rows.append(_row(note, homes or {}, known[sid], blobs))
+        if blobs:
+            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            fresh[sid] = (note.call_id, set(blobs) | fresh.get(sid, ("", set()))[1])
+    conn.executemany(_INSERT_CALL, rows)
+    if interned is not None:
+        interned.tentative.update(fresh)
 
 
 def home_parents(links: Sequence[LinkRecord], renamed: dict[str, str]) -> dict[str, str]:
@@ -306,6 +440,7 @@ def delete_calls_of_checkpoints(
     Run it before deleting the checkpoints: a call led to the first checkpoint after it.
     Content blobs stay (they are shared and small) until their session is deleted.
     """
+    _forget(conn, session_id)  # the calls that referenced its blobs may go
     ckpts = checkpoint_ids(conn, {session_id})[session_id]
     if not ckpts:
         return 0
@@ -329,5 +464,6 @@ def delete_calls_of_checkpoints(
 
 def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete every call of a session (and the blobs no other call uses)."""
+    _forget(conn, session_id)
     if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
         _drop_orphan_blobs(conn)
