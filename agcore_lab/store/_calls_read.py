@@ -287,9 +287,10 @@ _PARSED_TOOLS: dict[str, list[ToolSpec]] = {}
 
 def _tools(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> list[ToolSpec]:
     # The same tools blob recurs in every call: parse it once (ToolSpecs are frozen).
+    body = _blob(blobs, digest, row)
     parsed = _PARSED_TOOLS.get(digest)
     if parsed is None:
-        parsed = _TOOLS.validate_json(_blob(blobs, digest, row))
+        parsed = _TOOLS.validate_json(body)
         if len(_PARSED_TOOLS) >= 1_000:
             _PARSED_TOOLS.clear()
         _PARSED_TOOLS[digest] = parsed
