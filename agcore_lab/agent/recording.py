@@ -257,7 +257,7 @@ class CallProbe(CallNote):
         head = len(context) - tail
         if head:
             self.injected = _injected(context, head, system_prompt, slot)
-        self._recorder = recorder
+        self._recorder: CallRecorder | None = recorder
         self._slot_len = slot_len
         if recorder.eager_hash:
             self.request_hash = _request_hash(
@@ -272,33 +272,40 @@ class CallProbe(CallNote):
         if self._first is None:
             self._first = time.perf_counter_ns()
 
-    def _stop(self) -> None:
+    def _end(self) -> CallRecorder:
+        # The note outlives the request in its recorder's list: it lets go of the recorder
+        # (no reference cycle to wait for the garbage collector).
+        recorder = self._recorder
+        assert recorder is not None, "a call is ended once"
+        self._recorder = None
         self.latency_ns = time.perf_counter_ns() - self._perf
         if self._first is not None:
             self.ttft_ns = self._first - self._perf
         self.retries = self._counter[0]
+        return recorder
 
     def done(self, response: ChatResponse) -> None:
         """The answer came: keep the call."""
-        self._stop()
+        recorder = self._end()
         message = response.message
         self.response = message
         self.finish_reason = response.finish_reason
         self.usage = response.usage
-        self.cost = self._recorder.prices.cost(response.model, response.usage)
-        self.replayed = REPLAYED_KEY in message.metadata
+        self.cost = recorder.prices.cost(response.model, response.usage)
+        if REPLAYED_KEY in message.metadata:
+            self.replayed = True
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
-        self._recorder.keep(self, response_in_chain=self._recorder.kind == "turn")
+        recorder.keep(self, response_in_chain=recorder.kind == "turn")
 
     def fail(self, exc: BaseException) -> None:
         """The request failed (or was cancelled): keep the call with its error, and store the
         recorder's calls at once (the turn will not commit them)."""
-        self._stop()
+        recorder = self._end()
         kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
         self.status = "error"
         self.error = f"{kind}: {exc}" if str(exc) else kind
-        self._recorder.keep(self, response_in_chain=False)
-        self._recorder.abandon()
+        recorder.keep(self, response_in_chain=False)
+        recorder.abandon()
 
 
 class CallRecorder:

@@ -206,6 +206,16 @@ def _tools_body(tools: Sequence[ToolSpec]) -> tuple[str, str]:
 
 
 def _detail(call: CallNote) -> str | None:
+    if not (
+        call.params
+        or call.window_start
+        or call.retries
+        or call.error is not None
+        or call.streamed
+        or call.replayed
+        or call.usage.requests != 1
+    ):
+        return None  # the usual call: nothing rare to keep
     detail: dict[str, JsonValue] = {}
     if call.params:
         detail["params"] = call.params
@@ -356,6 +366,13 @@ def insert_calls(
     A note without a request hash is stored without one: the reader derives it.
     """
     interned = _interned(conn)
+    if len(calls) == 1 and interned is not None:  # the usual turn: one call, all known
+        note = to_note(calls[0])
+        blobs: dict[str, str] = {}
+        row = _row(note, homes or {}, interned.known(conn, note.session_id), blobs)
+        if not blobs:
+            conn.execute(_INSERT_CALL, row)
+            return
     rows = []
     known: dict[str, set[str]] = {}
     fresh: dict[str, tuple[str, set[str]]] = {}  # per session: a call of this write, its blobs
@@ -364,7 +381,7 @@ def insert_calls(
         sid = note.session_id
         if sid not in known:
             known[sid] = interned.known(conn, sid) if interned is not None else _NOTHING
-        blobs: dict[str, str] = {}
+        blobs = {}
         rows.append(_row(note, homes or {}, known[sid], blobs))
         if blobs:
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
