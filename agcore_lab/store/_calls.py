@@ -39,22 +39,24 @@ written or serialized again (:class:`_Interned`); the row is plain integers and 
 
 from __future__ import annotations
 
-import base64
 import bisect
-import hashlib
-import operator
-import os
 import sqlite3
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import JsonValue
 
-from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_note import CallNote, to_note
 from agcore_lab.llm.call_record import ModelCall
-from agcore_lab.llm.messages import Message
+from agcore_lab.store._call_blobs import (
+    NOTHING,
+    digest_of,
+    forget,
+    interned,
+    message_body,
+    tools_body,
+)
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import LinkRecord
 
@@ -68,141 +70,9 @@ __all__ = [
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_TOOLS = TypeAdapter(list[ToolSpec])
 _BLOB_ID = "blob_"
 _LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"}
 _LABELS = {letter: label for label, letter in _LETTERS.items()}
-
-
-def _micros(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-_DIGESTS: dict[str, str] = {}  # body -> its content address (the same bodies recur)
-
-
-def _digest(body: str) -> str:
-    # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
-    digest = _DIGESTS.get(body)
-    if digest is None:
-        raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
-        digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
-        if len(_DIGESTS) >= 2_000:
-            _DIGESTS.clear()
-        _DIGESTS[body] = digest
-    return digest
-
-
-class _Interned:
-    """The blobs a session's *committed* calls reference, per SQLite connection: a later
-    call of the session references them without writing (or even serializing) them again.
-
-    A blob inserted by a write is only tentative until that write is known to have
-    committed: the next write of the session checks that the call row it came with is
-    stored (one read, once per new blob set). Deleting a session's calls (prune, delete)
-    forgets its blobs, so the next call writes them again.
-    """
-
-    def __init__(self) -> None:
-        self.confirmed: dict[str, set[str]] = {}
-        self.tentative: dict[str, tuple[str, set[str]]] = {}
-
-    def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
-        pending = self.tentative.pop(session_id, None)
-        if pending is not None:
-            stored = conn.execute(
-                "SELECT 1 FROM model_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, pending[0]),
-            ).fetchone()
-            if stored is not None:
-                self.confirmed.setdefault(session_id, set()).update(pending[1])
-        return self.confirmed.get(session_id, _NOTHING)
-
-    def forget(self, session_id: str) -> None:
-        self.confirmed.pop(session_id, None)
-        self.tentative.pop(session_id, None)
-
-
-_NOTHING: set[str] = set()
-# Per database file, found once per SQLite connection (the connection is kept with its entry
-# so its id is not reused). PostgreSQL writes go through pooled connections: their blobs are
-# written (``ON CONFLICT DO NOTHING``) every call.
-_BY_CONNECTION: dict[int, tuple[object, _Interned]] = {}
-_BY_FILE: dict[str, _Interned] = {}
-
-
-def _file_key(path: str) -> str:
-    # The file's identity, not only its name: a file made anew at the same path starts over.
-    try:
-        info = os.stat(path) if path else None
-    except OSError:
-        return ""
-    return f"{path}:{info.st_dev}:{info.st_ino}" if info is not None else ""
-
-
-def _interned(conn: sqlite3.Connection) -> _Interned | None:
-    if not isinstance(conn, sqlite3.Connection):
-        return None
-    entry = _BY_CONNECTION.get(id(conn))
-    if entry is None or entry[0] is not conn:
-        if len(_BY_CONNECTION) >= 256:
-            _BY_CONNECTION.clear()
-        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-        key = _file_key(files[0] if files else "")
-        if len(_BY_FILE) >= 256:
-            _BY_FILE.clear()
-        state = _BY_FILE.setdefault(key, _Interned()) if key else _Interned()
-        entry = (conn, state)
-        _BY_CONNECTION[id(conn)] = entry
-    return entry[1]
-
-
-def _forget(conn: sqlite3.Connection, session_id: str) -> None:
-    interned = _interned(conn)
-    if interned is not None:
-        interned.forget(session_id)
-
-
-# Serialized blobs of objects sent again and again (the system prompt, the tools), by object:
-# id -> (the object, its body, its digest).
-_BODIES: dict[int, tuple[object, str, str]] = {}
-
-
-def _body(value: object, make: Callable[[], str]) -> tuple[str, str]:
-    cached = _BODIES.get(id(value))
-    if cached is not None and cached[0] is value:
-        return cached[1], cached[2]
-    body = make()
-    if len(_BODIES) >= 5_000:
-        _BODIES.clear()
-    _BODIES[id(value)] = (value, body, _digest(body))
-    return body, _digest(body)
-
-
-def _message_body(message: Message) -> tuple[str, str]:
-    # Request parts are stored by content (no id or time), so an injected summary made anew
-    # for every call, or the system prompt of every session, is kept once.
-    return _body(
-        message, lambda: compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
-    )
-
-
-_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str, str]] = {}
-
-
-def _tools_body(tools: Sequence[ToolSpec]) -> tuple[str, str]:
-    # By the tool objects (an agent offers the same ToolSpec objects every call).
-    key = tuple(map(id, tools))
-    cached = _TOOL_BODIES.get(key)
-    if cached is None or not all(map(operator.is_, cached[0], tools)):
-        if len(_TOOL_BODIES) >= 1_000:
-            _TOOL_BODIES.clear()
-        body = _TOOLS.dump_json(list(tools)).decode()
-        cached = (tuple(tools), body, _digest(body))
-        _TOOL_BODIES[key] = cached
-    return cached[1], cached[2]
 
 
 def _detail(call: CallNote) -> str | None:
@@ -291,7 +161,7 @@ def _parts_json(
 def _heads(call: CallNote, count: int, known: set[str], blobs: dict[str, str]) -> list[str]:
     heads = []
     for message in call.request[:count]:
-        body, digest = _message_body(message)
+        body, digest = message_body(message)
         if digest not in known:
             blobs[digest] = body
         heads.append(digest)
@@ -312,7 +182,7 @@ def _row(
     count = len(call.request) - tail
     tools_hash = ""
     if call.tools:
-        body, tools_hash = _tools_body(call.tools)
+        body, tools_hash = tools_body(call.tools)
         if tools_hash not in known:
             blobs[tools_hash] = body
     heads = _heads(call, count, known, blobs) if count else []
@@ -327,7 +197,7 @@ def _row(
                 anchor = None
         else:
             body = compact(response.model_dump(mode="json"))
-            response_hash = _digest(body)
+            response_hash = digest_of(body)
             blobs[response_hash] = body
     usage = call.usage
     return (
@@ -365,11 +235,11 @@ def insert_calls(
     ``homes`` maps messages placed at home in the same transaction to their parent node.
     A note without a request hash is stored without one: the reader derives it.
     """
-    interned = _interned(conn)
-    if len(calls) == 1 and interned is not None:  # the usual turn: one call, all known
+    state = interned(conn)
+    if len(calls) == 1 and state is not None:  # the usual turn: one call, all known
         note = to_note(calls[0])
         blobs: dict[str, str] = {}
-        row = _row(note, homes or {}, interned.known(conn, note.session_id), blobs)
+        row = _row(note, homes or {}, state.known(conn, note.session_id), blobs)
         if not blobs:
             conn.execute(_INSERT_CALL, row)
             return
@@ -380,15 +250,15 @@ def insert_calls(
         note = to_note(call)
         sid = note.session_id
         if sid not in known:
-            known[sid] = interned.known(conn, sid) if interned is not None else _NOTHING
+            known[sid] = state.known(conn, sid) if state is not None else NOTHING
         blobs = {}
         rows.append(_row(note, homes or {}, known[sid], blobs))
         if blobs:
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
             fresh[sid] = (note.call_id, set(blobs) | fresh.get(sid, ("", set()))[1])
     conn.executemany(_INSERT_CALL, rows)
-    if interned is not None:
-        interned.tentative.update(fresh)
+    if state is not None:
+        state.tentative.update(fresh)
 
 
 def home_parents(links: Sequence[LinkRecord], renamed: dict[str, str]) -> dict[str, str]:
@@ -457,7 +327,7 @@ def delete_calls_of_checkpoints(
     Run it before deleting the checkpoints: a call led to the first checkpoint after it.
     Content blobs stay (they are shared and small) until their session is deleted.
     """
-    _forget(conn, session_id)  # the calls that referenced its blobs may go
+    forget(conn, session_id)  # the calls that referenced its blobs may go
     ckpts = checkpoint_ids(conn, {session_id})[session_id]
     if not ckpts:
         return 0
@@ -481,6 +351,6 @@ def delete_calls_of_checkpoints(
 
 def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete every call of a session (and the blobs no other call uses)."""
-    _forget(conn, session_id)
+    forget(conn, session_id)
     if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
         _drop_orphan_blobs(conn)

@@ -29,7 +29,8 @@ from agcore_lab.llm.call_record import (
 )
 from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
 from agcore_lab.llm.usage import Usage
-from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, _TOOLS, checkpoint_ids, stamp
+from agcore_lab.store._call_blobs import TOOLS
+from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, checkpoint_ids, stamp
 from agcore_lab.store._chains import read_chain
 
 __all__ = ["read_calls"]
@@ -290,7 +291,7 @@ def _tools(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> list[ToolSpe
     body = _blob(blobs, digest, row)
     parsed = _PARSED_TOOLS.get(digest)
     if parsed is None:
-        parsed = _TOOLS.validate_json(body)
+        parsed = TOOLS.validate_json(body)
         if len(_PARSED_TOOLS) >= 1_000:
             _PARSED_TOOLS.clear()
         _PARSED_TOOLS[digest] = parsed
