@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import operator
-import os
 import sqlite3
 from collections.abc import Callable, Sequence
 
@@ -49,20 +48,28 @@ def digest_of(body: str) -> str:
 
 
 class Interned:
-    """The blobs a session's *committed* calls reference, per SQLite database file: a later
-    call of the session references them without writing (or even serializing) them again.
+    """The blobs a session's *committed* calls reference, as one SQLite connection knows
+    them: a later call of the session references them without writing (or even
+    serializing) them again.
 
-    A blob inserted by a write is only tentative until that write is known to have
+    A blob this connection inserted is only tentative until its write is known to have
     committed: the next write of the session checks that the call row it came with is
-    stored (one read, once per new blob set). Deleting a session's calls (prune, delete)
-    forgets its blobs, so the next call writes them again.
+    stored (one read, once per new blob set). Deleting a session's calls here (prune,
+    delete) forgets its blobs; a commit by any other connection or process (which may have
+    pruned calls and cleaned up the blobs they used) forgets everything — SQLite's
+    ``PRAGMA data_version`` says whether one happened, one cheap read per write.
     """
 
     def __init__(self) -> None:
         self.confirmed: dict[str, set[str]] = {}
         self.tentative: dict[str, tuple[str, set[str]]] = {}
+        self.version: int | None = None
 
     def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self.version:  # another writer was here: know nothing
+            self.version = version
+            self.confirmed.clear()
         pending = self.tentative.pop(session_id, None)
         if pending is not None:
             stored = conn.execute(
@@ -79,35 +86,20 @@ class Interned:
 
 
 NOTHING: set[str] = set()
-# Per database file, found once per SQLite connection (the connection is kept with its entry
-# so its id is not reused). PostgreSQL writes go through pooled connections: their blobs are
-# written (``ON CONFLICT DO NOTHING``) every call.
+# Per SQLite connection (kept with its entry, so its id is not reused). PostgreSQL writes go
+# through pooled connections: their blobs are written (``ON CONFLICT DO NOTHING``) every call.
 _BY_CONNECTION: dict[int, tuple[object, Interned]] = {}
-_BY_FILE: dict[str, Interned] = {}
-
-
-def _file_key(path: str) -> str:
-    # The file's identity, not only its name: a file made anew at the same path starts over.
-    try:
-        info = os.stat(path) if path else None
-    except OSError:
-        return ""
-    return f"{path}:{info.st_dev}:{info.st_ino}" if info is not None else ""
 
 
 def interned(conn: sqlite3.Connection) -> Interned | None:
+    """What ``conn`` knows of the stored blobs (``None``: not a SQLite connection)."""
     if not isinstance(conn, sqlite3.Connection):
         return None
     entry = _BY_CONNECTION.get(id(conn))
     if entry is None or entry[0] is not conn:
         if len(_BY_CONNECTION) >= 256:
             _BY_CONNECTION.clear()
-        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-        key = _file_key(files[0] if files else "")
-        if len(_BY_FILE) >= 256:
-            _BY_FILE.clear()
-        state = _BY_FILE.setdefault(key, Interned()) if key else Interned()
-        entry = (conn, state)
+        entry = (conn, Interned())
         _BY_CONNECTION[id(conn)] = entry
     return entry[1]
 

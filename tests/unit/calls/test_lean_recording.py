@@ -112,3 +112,21 @@ def test_later_calls_of_a_session_write_only_their_row(tmp_path: Path) -> None:
     tools = {tuple(t.name for t in c.tools) for c in manager.model_calls_sync(sid)}
     assert tools == {("add",)}
     assert manager.model_calls_sync(sid)[-1].request_messages[0].text == "You add."
+
+
+def test_a_cleanup_by_another_writer_leaves_no_call_without_its_parts(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    manager, sid, _ = _run(path, listen=False)  # this connection knows the tools are stored
+    other = SqliteStore(path)  # another writer on the same file (another kernel, say)
+    ckpts = [c.ckpt_id for c in manager.checkpointer.list_checkpoints_sync(sid)]
+    other.delete_checkpoints(sid, ckpts)  # prunes every call of the session...
+    assert other.list_calls(sid) == []
+    someone = Agent(name="x", model=ScriptedModel(["hi"]))
+    gone = AgentSession(someone, bundle=RuntimeBundle(store=other))
+    gone.submit_turn_sync("hello")
+    other.delete_session(gone.session_id)  # ...and cleans up the blobs no call uses now
+    assert other.connection.execute("SELECT count(*) FROM call_blobs").fetchone()[0] == 0
+    manager.submit_turn_sync(sid, "after the cleanup")
+    calls = manager.model_calls_sync(sid)  # the new turn's calls: their parts read back
+    assert calls and all([t.name for t in c.tools] == ["add"] for c in calls)
+    assert all(c.request_messages[0].text == "You add." for c in calls)
