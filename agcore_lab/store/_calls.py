@@ -34,7 +34,8 @@ parts (:mod:`agcore_lab.store._calls_read`).
 
 Writes are lean (a recorder's :class:`~agcore_lab.llm.call_note.CallNote`, no record): the
 blobs a session's committed calls already reference (its tools, its system prompt) are not
-written or serialized again (:class:`_Interned`); the row is plain integers and strings.
+written or serialized again (:class:`~agcore_lab.store._call_blobs.Interned`); the row is
+plain integers and strings.
 """
 
 from __future__ import annotations
