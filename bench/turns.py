@@ -12,7 +12,10 @@ Then the cost of recording model calls (``ModelCall`` records, issue 15): the sa
 run with recording on and with it off (``Agent(record_calls=False)``), alternating, in the same
 process, ``--repeats`` times each; for each turn number the fastest of the repeats is kept and
 the medians over all turns are compared. Target: recording adds < 5% to a turn; off, nothing is
-recorded (no rows, no recorder). It also prints the bytes the call log adds per call (the
+recorded (no rows, no recorder). The same comparison is then made turn by turn: one session
+with recording on and one with it off take alternate turns (who goes first alternates too), so
+a busy machine slows both alike; it prints the difference in microseconds per turn as well.
+It also prints the bytes the call log adds per call (the
 ``model_calls`` and ``call_blobs`` tables, from ``dbstat``): all the messages of these calls
 are in the chains already, so this is the whole overhead beyond new content (goal < 200 B).
 
@@ -93,6 +96,7 @@ def main() -> None:
     print(f"median turn 10-60: {early * 1000:.3f} ms  median last 50 turns: {late * 1000:.3f} ms")
     print(f"ratio late/early: {late / early:.3f} (target < 1.5)")
     recording(args.turns, args.repeats)
+    recording_interleaved(args.turns, args.repeats)
     asyncio.run(scaling(args.long, args.rounds))
 
 
@@ -182,6 +186,44 @@ def recording(turns: int, repeats: int) -> None:
         f"({'PASS' if per_row < 200 else 'MISS'}), {per_call:.0f} B of database pages per call "
         f"({'PASS' if per_call < 200 else 'MISS'}), beyond the messages (goal < 200 B); "
         f"recording off: {off_calls} calls stored {'PASS' if off_calls == 0 else 'MISS'}"
+    )
+
+
+async def _alternate(turns: int, tmp: Path, repeat: int) -> dict[bool, list[float]]:
+    sessions = {
+        on: AgentSession(
+            Agent(name="bench", model=ScriptedModel(_script), tools=[lookup], record_calls=on),
+            store=SqliteStore(tmp / f"alt-{on}-{repeat}.db"),
+        )
+        for on in (True, False)
+    }
+    durations: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(turns):
+        for on in (True, False) if i % 2 else (False, True):
+            start = time.perf_counter()
+            await sessions[on].submit_turn(f"turn {i}: tell me something about item {i}")
+            durations[on].append(time.perf_counter() - start)
+    return durations
+
+
+def recording_interleaved(turns: int, repeats: int) -> None:
+    """Turn time with and without recording, the two sessions taking alternate turns."""
+    runs: dict[bool, list[list[float]]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(repeats):
+            durations = asyncio.run(_alternate(turns, Path(tmp), repeat))
+            for on in (True, False):
+                runs[on].append(durations[on])
+    medians = {
+        on: statistics.median([min(column) for column in zip(*runs[on], strict=True)])
+        for on in (True, False)
+    }
+    overhead = medians[True] / medians[False] - 1
+    print(
+        f"recording calls, alternate turns: median turn {medians[True] * 1000:.3f} ms on, "
+        f"{medians[False] * 1000:.3f} ms off: overhead {overhead * 100:+.1f}% = "
+        f"{(medians[True] - medians[False]) * 1e6:+.1f} us per turn (target < 5%) "
+        f"{'PASS' if overhead < 0.05 else 'MISS'}"
     )
 
 

@@ -1,11 +1,14 @@
-"""Recording model calls: a ``CallRecorder`` per turn (or summary) collects ``ModelCall``s.
+"""Recording model calls: a ``CallRecorder`` per turn (or summary) notes each model call.
 
 The hook is small on purpose: the one place a turn sends a request (``agent/turn.py``
 ``_ask``) and the one place a summary is asked for (``agent/summary.py``) call
 :meth:`CallRecorder.begin` and then :meth:`CallProbe.done` or :meth:`CallProbe.fail`. The
-recorder keeps the calls in memory; the session stores them in the same transaction as the
-turn's commit (``Store.commit(calls=...)``). The calls of a turn that fails or is cancelled are
-stored in a write of their own (:meth:`CallRecorder.abandon`), with their error.
+recorder keeps the calls in memory as notes (:class:`~agcore_lab.llm.call_note.CallNote`:
+references and integers, no record, no request hash); the session stores them in the same
+transaction as the turn's commit (``Store.commit(calls=...)``), and the store derives the
+request hash when a call is read. The calls of a turn that fails or is cancelled are stored in
+a write of their own (:meth:`CallRecorder.abandon`), with their error. ``recorder.calls``
+builds the :class:`~agcore_lab.llm.call_record.ModelCall` records on demand.
 
 Storage cost: a call's history is not copied — the recorder notes the chain node the request's
 history window ends at and how many messages it covers; only messages outside the stored
@@ -17,7 +20,9 @@ Recording is on by default. ``Agent(record_calls=False)`` or
 turns it off: then no recorder exists and a turn does no extra work. A redactor
 (``RuntimeBundle(call_redactor=fn)``) sees every call before it is kept and returns the call to
 keep (e.g. ``call.model_copy(update=...)``, see :func:`redact_tool_results`) or ``None`` to
-drop it.
+drop it; the stored call keeps the request hash of the request as sent. Listeners
+(``RuntimeBundle.call_listeners``: live views, telemetry) get each call's record as it ends;
+with a redactor or a listener the recorder hashes each request as it is sent.
 """
 
 from __future__ import annotations
@@ -29,19 +34,12 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from pydantic import JsonValue
 
+from agcore_lab.agent.recording_hash import sent_request_hash
 from agcore_lab.agent.slots import SUMMARY_HEADER, ContextSlot, SlotMode, _window_start
-from agcore_lab.ids import new_id, utcnow
+from agcore_lab.ids import new_id
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
-from agcore_lab.llm.call_record import (
-    RETRIES,
-    CallKind,
-    Fold,
-    ModelCall,
-    construct_call,
-    finish_hash,
-    fold,
-    join_folds,
-)
+from agcore_lab.llm.call_note import CallNote, to_note
+from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.usage import PriceTable
@@ -108,68 +106,6 @@ def _tail_length(context: Sequence[Message], slot: ContextSlot) -> int:
     return count
 
 
-# The fold (see :func:`agcore_lab.llm.call_record.fold`) of a slot's history at a chain node,
-# so each request hashes only what it adds: node id -> (fold, length, last message).
-_FOLDS: dict[str, tuple[Fold, int, Message]] = {}
-_LAST_HEAD: dict[tuple[str, str], str] = {}
-_FOLDS_MAX = 20_000
-
-
-def _history_fold(session_id: str, slot: ContextSlot) -> Fold:
-    history, head = slot.messages, slot.head_node_id
-    count = len(history)
-    entry = _FOLDS.get(head) if head is not None else None
-    if entry is not None and entry[1] == count and count and entry[2] is history[-1]:
-        return entry[0]
-    last = _LAST_HEAD.get((session_id, slot.slot_id))
-    before = _FOLDS.get(last) if last is not None else None
-    if not (before is not None and 0 < before[1] <= count and history[before[1] - 1] is before[2]):
-        before = _earlier_fold(slot)  # e.g. after a rollback: the history is a shorter prefix
-    if before is not None:
-        value = fold(history[before[1] :], before[0])  # the history grew since: add the rest
-    else:
-        value = fold(history)
-    if head is not None and count:
-        if len(_FOLDS) >= _FOLDS_MAX:
-            _FOLDS.clear()
-            _LAST_HEAD.clear()
-        _FOLDS[head] = (value, count, history[-1])
-        _LAST_HEAD[(session_id, slot.slot_id)] = head
-    return value
-
-
-def _earlier_fold(slot: ContextSlot, look_back: int = 8) -> tuple[Fold, int, Message] | None:
-    """The fold of one of the last ``look_back`` prefixes of ``slot``'s history, if one is
-    known (a request was made at that node): after a rollback the history is a prefix of what
-    was folded before, and a turn's earlier request ended a message or two before its end."""
-    history, nodes = slot.messages, slot.chain_nodes or {}
-    for index in range(len(history) - 1, max(len(history) - 1 - look_back, -1), -1):
-        message = history[index]
-        entry = _FOLDS.get(nodes.get(index) or message.id)
-        if entry is not None and entry[1] == index + 1 and entry[2].id == message.id:
-            return entry  # (a message id names one immutable message, also when re-read)
-    return None
-
-
-def _request_hash(
-    session_id: str,
-    context: Sequence[Message],
-    tail: int,
-    slot: ContextSlot | None,
-    tools: Sequence[ToolSpec],
-    model: str,
-    params: dict[str, JsonValue],
-) -> str:
-    """:func:`~agcore_lab.llm.call_record.request_hash`, without re-reading the history."""
-    head = len(context) - tail
-    if slot is not None and tail and tail == len(slot.messages):
-        tail_fold = _history_fold(session_id, slot)
-    else:
-        tail_fold = fold(context[head:])
-    folded = join_folds(fold(context[:head]), tail_fold) if head else tail_fold
-    return finish_hash(folded, len(context), tools, model, params)
-
-
 def _injected(
     context: Sequence[Message], head: int, system_prompt: str, slot: ContextSlot | None
 ) -> dict[int, str]:
@@ -189,8 +125,16 @@ def _injected(
     return labels
 
 
-class CallProbe:
-    """One request in flight; made by :meth:`CallRecorder.begin`."""
+class CallProbe(CallNote):
+    """One request in flight, and then the note of its call; made by
+    :meth:`CallRecorder.begin`.
+
+    It notes references and integers only (see :mod:`agcore_lab.llm.call_note`): the
+    request hash is computed here only when a redactor or a listener will see the record
+    (they get a full :class:`ModelCall`); otherwise the store derives it at read time.
+    """
+
+    _first: int | None = None
 
     def __init__(
         self,
@@ -203,87 +147,96 @@ class CallProbe:
         slot: ContextSlot | None,
         system_prompt: str,
     ) -> None:
-        self._recorder = recorder
-        self._started = time.perf_counter()
-        self._first: float | None = None
+        # Only what differs from CallNote's defaults is set: this runs for every request.
         # A turn's request is a window over the history, other requests are new lists:
         # keep either as it is (no copy of the history). Other sequences are copied.
-        frozen = isinstance(context, list | MessageWindow)
-        self._context = context if frozen else list(context)
-        self._slot_len = len(slot.messages) if slot is not None else 0
-        tail = _tail_length(context, slot) if slot is not None else 0
-        self._tail = tail
-        self._anchor = slot.head_node_id if slot is not None else recorder.base_head
+        if not isinstance(context, list | MessageWindow):
+            context = list(context)
+        self.call_id = new_id("call")
+        self.started_ns = time.time_ns()
+        self.session_id = recorder.session_id
+        self.slot_id = recorder.slot_id
+        self.turn_index = recorder.turn_index
+        self.kind = recorder.kind
+        self.model = model.model_name
+        self.request = context
+        self.tools = tools
+        if stream:
+            self.streamed = True
         params = model_params(model)
+        if params:
+            self.params = params
+        if slot is not None:
+            history = slot.messages
+            slot_len = len(history)
+            if (
+                isinstance(context, MessageWindow)
+                and slot.mode is SlotMode.Full
+                and context.ends_with_all_of(history)
+            ):
+                tail = slot_len  # the usual turn request: the system prompt, then it all
+            else:
+                tail = _tail_length(context, slot)
+                if tail:
+                    self.window_start = slot_len - tail
+            anchor = slot.head_node_id
+        else:
+            slot_len = tail = 0
+            anchor = recorder.base_head
+        if anchor:
+            self.tail = (anchor, tail)
         head = len(context) - tail
-        window_start = self._slot_len - tail if slot is not None and tail else 0
-        self._fields = {
-            "call_id": new_id("call"),
-            "session_id": recorder.session_id,
-            "slot_id": recorder.slot_id,
-            "turn_index": recorder.turn_index,
-            "kind": recorder.kind,
-            "model": model.model_name,
-            "params": params,
-            "request_messages": self._context,
-            "tools": list(tools),
-            "injected": _injected(context, head, system_prompt, slot),
-            "window_start": window_start,
-            "started_at": utcnow(),
-            "streamed": stream,
-            "request_hash": _request_hash(
-                recorder.session_id, context, tail, slot, tools, model.model_name, params
-            ),
-        }
-
-        self._retries = [0]
-        RETRIES.set(self._retries)  # HTTP backends count their retries here
+        if head:
+            self.injected = _injected(context, head, system_prompt, slot)
+        self._recorder: CallRecorder | None = recorder
+        self._slot_len = slot_len
+        if recorder.eager_hash:
+            self.request_hash = sent_request_hash(
+                recorder.session_id, context, tail, slot, tools, self.model, self.params or {}
+            )
+        self._counter = [0]
+        RETRIES.set(self._counter)  # HTTP backends count their retries here
+        self._perf = time.perf_counter_ns()
 
     def piece(self) -> None:
         """A streamed piece arrived (the first one sets the time to first token)."""
         if self._first is None:
-            self._first = time.perf_counter()
+            self._first = time.perf_counter_ns()
 
-    def _elapsed(self) -> tuple[float, float | None]:
-        now = time.perf_counter()
-        ttft = self._first - self._started if self._first is not None else None
-        return now - self._started, ttft
+    def _end(self) -> CallRecorder:
+        # The note outlives the request in its recorder's list: it lets go of the recorder
+        # (no reference cycle to wait for the garbage collector).
+        recorder = self._recorder
+        assert recorder is not None, "a call is ended once"
+        self._recorder = None
+        self.latency_ns = time.perf_counter_ns() - self._perf
+        if self._first is not None:
+            self.ttft_ns = self._first - self._perf
+        self.retries = self._counter[0]
+        return recorder
 
     def done(self, response: ChatResponse) -> None:
         """The answer came: keep the call."""
-        latency, ttft = self._elapsed()
-        # Built without validation: every field comes from typed engine objects, and the
-        # request may hold the whole history.
-        fields = self._fields
-        fields["response"] = response.message
-        fields["finish_reason"] = response.finish_reason
-        fields["usage"] = response.usage
-        fields["cost"] = self._recorder.prices.cost(response.model, response.usage)
-        fields["latency_s"] = latency
-        fields["ttft_s"] = ttft
-        fields["retries"] = self._retries[0]
-        fields["replayed"] = REPLAYED_KEY in response.message.metadata
-        call = construct_call(fields)
+        recorder = self._end()
+        message = response.message
+        self.response = message
+        self.finish_reason = response.finish_reason
+        self.usage = response.usage
+        self.cost = recorder.prices.cost(response.model, response.usage)
+        if REPLAYED_KEY in message.metadata:
+            self.replayed = True
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
-        self._recorder.keep(call, self, response_in_chain=self._recorder.kind == "turn")
+        recorder.keep(self, response_in_chain=recorder.kind == "turn")
 
     def fail(self, exc: BaseException) -> None:
         """The request failed (or was cancelled): keep the call with its error, and store the
         recorder's calls at once (the turn will not commit them)."""
-        latency, ttft = self._elapsed()
+        recorder = self._end()
         kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
-        call = construct_call(
-            {
-                **self._fields,
-                "status": "error",
-                "error": f"{kind}: {exc}" if str(exc) else kind,
-                "latency_s": latency,
-                "ttft_s": ttft,
-                "retries": self._retries[0],
-            }
-        )
-        self._recorder.keep(call, self, response_in_chain=False)
-        self._recorder.abandon()
+        self.status = "error"
+        self.error = f"{kind}: {exc}" if str(exc) else kind
+        recorder.keep(self, response_in_chain=False)
+        recorder.abandon()
 
 
 class CallRecorder:
@@ -319,12 +272,19 @@ class CallRecorder:
         self.base_len = len(slot.messages)
         self.turn_index = turn_index
         self.kind: CallKind = kind
-        self.prices = prices or PriceTable()
+        self.prices = prices or _NO_PRICES
         self.redactor = redactor
         self.listeners = list(listeners)
-        self.calls: list[ModelCall] = []
-        self._probes: list[CallProbe] = []
+        # A redactor or a listener sees a full record: hash each request as it is sent.
+        self.eager_hash = redactor is not None or bool(self.listeners)
+        self.notes: list[CallNote] = []  # what the store writes (see CallNote)
+        self._slot_lens: list[int] = []
         self._written = False
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        """The kept calls as records (built on first access; the store does not need them)."""
+        return [note.to_call() for note in self.notes]
 
     def begin(
         self,
@@ -341,10 +301,12 @@ class CallRecorder:
             self, model, context, tools, stream=stream, slot=slot, system_prompt=system_prompt
         )
 
-    def keep(self, call: ModelCall, probe: CallProbe, *, response_in_chain: bool) -> None:
-        """Keep ``call`` (after the redactor), placed in the chains as ``probe`` saw it."""
-        kept = call
+    def keep(self, probe: CallProbe, *, response_in_chain: bool) -> None:
+        """Keep ``probe``'s call (after the redactor), placed in the chains as it saw it."""
+        probe.response_stored = response_in_chain and probe.response is not None
+        note: CallNote = probe
         if self.redactor is not None:
+            call = probe.to_call()
             try:
                 redacted = self.redactor(call)
             except Exception:
@@ -352,23 +314,13 @@ class CallRecorder:
                 return
             if redacted is None:
                 return
-            kept = redacted
-        tail = probe._tail
-        if kept is not call:
-            # The history tail may be read from the chains only where the redactor left it.
-            for offset in range(tail):
-                if kept.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
-                    tail = offset
-                    break
-        private = kept.__pydantic_private__
-        assert private is not None
-        private["_tail"] = (probe._anchor, tail) if probe._anchor else None
-        private["_response_stored"] = response_in_chain and kept.response is call.response
-        self.calls.append(kept)
-        self._probes.append(probe)
+            if redacted is not call:
+                note = _redacted_note(probe, call, redacted)
+        self.notes.append(note)
+        self._slot_lens.append(probe._slot_len)
         for listener in self.listeners:
             try:
-                listener(kept)
+                listener(note.to_call())
             except Exception:
                 logger.exception("model-call listener %r failed", listener)
 
@@ -378,21 +330,36 @@ class CallRecorder:
         Their history tails are cut back to what is stored (the messages the turn added are
         kept by content instead), and their responses are kept by content.
         """
-        if self._written or not self.calls:
+        if self._written or not self.notes:
             return
         self._written = True
-        fixed = []
-        for call, probe in zip(self.calls, self._probes, strict=True):
-            anchor, tail = call._tail if call._tail is not None else (None, 0)
-            added = max(0, probe._slot_len - self.base_len)
-            copy = call.model_copy()
-            copy._tail = (self.base_head, max(0, tail - added)) if self.base_head else None
-            copy._response_stored = False
-            fixed.append(copy)
+        for note, slot_len in zip(self.notes, self._slot_lens, strict=True):
+            tail = note.tail[1] if note.tail is not None else 0
+            added = max(0, slot_len - self.base_len)
+            note.tail = (self.base_head, max(0, tail - added)) if self.base_head else None
+            note.response_stored = False
         try:
-            self.store.insert_calls(fixed)
+            self.store.insert_calls(self.notes)
         except Exception:
             logger.exception("could not store the calls of a failed turn in %s", self.session_id)
+
+
+_NO_PRICES = PriceTable()
+
+
+def _redacted_note(probe: CallProbe, call: ModelCall, redacted: ModelCall) -> CallNote:
+    """The note of what a redactor kept: the history tail is read from the chains only
+    where the redactor left the messages as they were; the hash stays the one of the
+    request as sent (a replay of the same request must find it)."""
+    note = to_note(redacted)
+    anchor, tail = probe.tail if probe.tail is not None else (None, 0)
+    for offset in range(tail):
+        if redacted.request_messages[-1 - offset] is not call.request_messages[-1 - offset]:
+            tail = offset
+            break
+    note.tail = (anchor, tail) if anchor else None
+    note.response_stored = probe.response_stored and redacted.response is call.response
+    return note
 
 
 def recorder_for(

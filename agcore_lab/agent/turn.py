@@ -27,7 +27,7 @@ from agcore_lab.store.base import LinkRecord
 
 if TYPE_CHECKING:
     from agcore_lab.agent.recording import CallRecorder
-    from agcore_lab.llm.call_record import ModelCall
+    from agcore_lab.llm.call_note import CallNote
 
 __all__ = ["TurnDraft", "resume_turn", "run_turn"]
 
@@ -50,9 +50,9 @@ class TurnDraft:
     recorder: CallRecorder | None = None
 
     @property
-    def calls(self) -> list[ModelCall]:
-        """The model calls recorded in this turn (to store with its commit)."""
-        return self.recorder.calls if self.recorder is not None else []
+    def calls(self) -> list[CallNote]:
+        """The model calls recorded in this turn, as notes (to store with its commit)."""
+        return self.recorder.notes if self.recorder is not None else []
 
     def add(self, message: Message) -> None:
         self.new_messages.append(message)

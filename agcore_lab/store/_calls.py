@@ -25,25 +25,39 @@ flags) go to ``detail_json`` only when set.
 The primary key is ``(session_id, call_id)``: a session's calls are one range scan, oldest
 first. The checkpoint a call led to is not written with it: it is the session's first
 checkpoint after the call (ids are time-ordered), found when reading; deleting checkpoints
-deletes the calls that led to them. Latencies are whole microseconds; the request hash is 16
-bytes.
+deletes the calls that led to them. Latencies are whole microseconds.
+
+The request hash is 16 bytes when it was known at write time (a redacted call keeps the hash
+of the request as sent; records stored before the hash moved to read time) and zero bytes
+otherwise: a turn does not hash its request, the reader derives the same value from the
+parts (:mod:`agcore_lab.store._calls_read`).
+
+Writes are lean (a recorder's :class:`~agcore_lab.llm.call_note.CallNote`, no record): the
+blobs a session's committed calls already reference (its tools, its system prompt) are not
+written or serialized again (:class:`~agcore_lab.store._call_blobs.Interned`); the row is
+plain integers and strings.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
-import hashlib
 import sqlite3
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import JsonValue
 
-from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.call_note import CallNote, to_note
 from agcore_lab.llm.call_record import ModelCall
-from agcore_lab.llm.messages import Message
+from agcore_lab.store._call_blobs import (
+    NOTHING,
+    digest_of,
+    forget,
+    interned,
+    message_body,
+    tools_body,
+)
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import LinkRecord
 
@@ -57,76 +71,22 @@ __all__ = [
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_TOOLS = TypeAdapter(list[ToolSpec])
 _BLOB_ID = "blob_"
 _LETTERS = {"system_prompt": "s", "summary": "m", "pinned": "p", "injected": "x"}
 _LABELS = {letter: label for label, letter in _LETTERS.items()}
 
 
-def _micros(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-_DIGESTS: dict[str, str] = {}  # body -> its content address (the same bodies recur)
-
-
-def _put_blob(conn: sqlite3.Connection, body: str) -> str:
-    # 64 bits in 11 URL-safe base64 characters (content addresses within one database).
-    digest = _DIGESTS.get(body)
-    if digest is None:
-        raw = hashlib.blake2b(body.encode(), digest_size=8).digest()
-        digest = base64.urlsafe_b64encode(raw).decode().rstrip("=")
-        if len(_DIGESTS) >= 2_000:
-            _DIGESTS.clear()
-        _DIGESTS[body] = digest
-    conn.execute("INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)", (digest, body))
-    return digest
-
-
-# Serialized blobs of objects sent again and again (the system prompt, the tools), by object:
-# id -> (the object, its body). Only the serializing is cached; every call still inserts.
-_BODIES: dict[int, tuple[object, str]] = {}
-
-
-def _body(value: object, make: Callable[[], str]) -> str:
-    cached = _BODIES.get(id(value))
-    if cached is not None and cached[0] is value:
-        return cached[1]
-    body = make()
-    if len(_BODIES) >= 5_000:
-        _BODIES.clear()
-    _BODIES[id(value)] = (value, body)
-    return body
-
-
-def _message_blob(conn: sqlite3.Connection, message: Message, *, keep_id: bool) -> str:
-    # Request parts are stored by content (no id or time), so an injected summary made anew
-    # for every call, or the system prompt of every session, is kept once.
-    if keep_id:
-        return _put_blob(conn, compact(message.model_dump(mode="json")))
-    body = _body(
-        message, lambda: compact(message.model_dump(mode="json", exclude={"id", "created_at"}))
-    )
-    return _put_blob(conn, body)
-
-
-_TOOL_BODIES: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
-
-
-def _tools_blob(conn: sqlite3.Connection, tools: Sequence[ToolSpec]) -> str:
-    key = tuple(id(t) for t in tools)
-    cached = _TOOL_BODIES.get(key)
-    if cached is None or not all(a is b for a, b in zip(cached[0], tools, strict=True)):
-        if len(_TOOL_BODIES) >= 1_000:
-            _TOOL_BODIES.clear()
-        cached = (tuple(tools), _TOOLS.dump_json(list(tools)).decode())
-        _TOOL_BODIES[key] = cached
-    return _put_blob(conn, cached[1])
-
-
-def _detail(call: ModelCall) -> str | None:
+def _detail(call: CallNote) -> str | None:
+    if not (
+        call.params
+        or call.window_start
+        or call.retries
+        or call.error is not None
+        or call.streamed
+        or call.replayed
+        or call.usage.requests != 1
+    ):
+        return None  # the usual call: nothing rare to keep
     detail: dict[str, JsonValue] = {}
     if call.params:
         detail["params"] = call.params
@@ -167,40 +127,80 @@ _CALL_COLUMNS = (
     "parts_json",
     "detail_json",
 )
+_INSERT_CALL = (
+    f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+)
+_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
+# A request hash left for the reader to derive from the stored parts (zero bytes).
+UNHASHED = b""
 
 
-def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tuple[Any, ...]:
-    anchor, tail = call._tail if call._tail is not None else (None, 0)
-    head = call.request_messages[: len(call.request_messages) - tail]
+def _parts_json(
+    tail: int, tools_hash: str, heads: list[str], letters: str, response_hash: str | None
+) -> str:
+    if tail and tools_hash and response_hash is None and (not letters or heads):
+        # A turn's call: [t, T] or [t, T, [p...], i] (the parts without their key names).
+        if heads:
+            quoted = ",".join(f'"{h}"' for h in heads)
+            return f'[{tail},"{tools_hash}",[{quoted}],"{letters}"]'
+        return f'[{tail},"{tools_hash}"]'
     parts: dict[str, JsonValue] = {}
-    if head:
-        parts["p"] = [_message_blob(conn, m, keep_id=False) for m in head]
-    if call.injected:
-        # One letter per head part: what the engine injected there ("-": not injected).
-        parts["i"] = "".join(
-            _LETTERS.get(call.injected.get(i, ""), "-") for i in range(max(call.injected) + 1)
-        )
+    if heads:
+        parts["p"] = list(heads)
+    if letters:
+        parts["i"] = letters  # one letter per head part ("-": not injected)
     if tail:
         parts["t"] = tail
+    if tools_hash:
+        parts["T"] = tools_hash
+    if response_hash is not None:
+        parts["r"] = response_hash
+    return compact(parts)
+
+
+def _heads(call: CallNote, count: int, known: set[str], blobs: dict[str, str]) -> list[str]:
+    heads = []
+    for message in call.request[:count]:
+        body, digest = message_body(message)
+        if digest not in known:
+            blobs[digest] = body
+        heads.append(digest)
+    return heads
+
+
+def _letters(injected: dict[int, str] | None) -> str:
+    if not injected:
+        return ""
+    return "".join(_LETTERS.get(injected.get(i, ""), "-") for i in range(max(injected) + 1))
+
+
+def _row(
+    call: CallNote, homes: dict[str, str], known: set[str], blobs: dict[str, str]
+) -> tuple[Any, ...]:
+    """The row of ``call``; blobs it needs that ``known`` does not hold go to ``blobs``."""
+    anchor, tail = call.tail if call.tail is not None else (None, 0)
+    count = len(call.request) - tail
+    tools_hash = ""
     if call.tools:
-        parts["T"] = _tools_blob(conn, call.tools)
-    response_id = None
-    if call.response is not None:
-        if call._response_stored:
-            response_id = call.response.id
+        body, tools_hash = tools_body(call.tools)
+        if tools_hash not in known:
+            blobs[tools_hash] = body
+    heads = _heads(call, count, known, blobs) if count else []
+    response = call.response
+    response_id = response_hash = None
+    if response is not None:
+        if call.response_stored:
+            response_id = response.id
             if homes.get(response_id, "") == anchor:
                 # The answer's own row places it right after the anchor (written in this
                 # transaction): its parent is the anchor, not stored again (21 B a call).
                 anchor = None
         else:
-            parts["r"] = _message_blob(conn, call.response, keep_id=True)
-    if tail and "T" in parts and "r" not in parts and ("i" not in parts or "p" in parts):
-        parts_json = f'[{tail},"{parts["T"]}"]'
-        if "p" in parts:
-            heads = ",".join(f'"{h}"' for h in parts["p"])  # type: ignore[union-attr]
-            parts_json = f'[{tail},"{parts["T"]}",[{heads}],"{parts.get("i", "")}"]'
-    else:
-        parts_json = compact(parts)
+            body = compact(response.model_dump(mode="json"))
+            response_hash = digest_of(body)
+            blobs[response_hash] = body
+    usage = call.usage
     return (
         call.session_id,
         call.call_id,
@@ -209,35 +209,57 @@ def _row(conn: sqlite3.Connection, call: ModelCall, homes: dict[str, str]) -> tu
         call.kind,
         call.model,
         call.status,
-        call.usage.prompt_tokens,
-        call.usage.completion_tokens,
+        usage.prompt_tokens,
+        usage.completion_tokens,
         call.cost,
-        _micros(call.started_at),
-        round(call.latency_s * 1_000_000),
-        round(call.ttft_s * 1_000_000) if call.ttft_s is not None else None,
+        call.started_ns // 1000,
+        (call.latency_ns + 500) // 1000,
+        (call.ttft_ns + 500) // 1000 if call.ttft_ns is not None else None,
         call.finish_reason,
-        bytes.fromhex(call.request_hash),
+        bytes.fromhex(call.request_hash) if call.request_hash is not None else UNHASHED,
         anchor,
         response_id,
-        parts_json,
+        _parts_json(tail, tools_hash, heads, _letters(call.injected), response_hash),
         _detail(call),
     )
 
 
 def insert_calls(
-    conn: sqlite3.Connection, calls: Sequence[ModelCall], homes: dict[str, str] | None = None
+    conn: sqlite3.Connection,
+    calls: Sequence[ModelCall | CallNote],
+    homes: dict[str, str] | None = None,
 ) -> None:
-    """Insert call records (an id stored already is skipped).
+    """Insert call records or notes (an id stored already is skipped).
 
     A call is anchored at the chain node its history tail ends at (or, with no tail, the
     slot's head when it was made), so a rollback past that node marks it abandoned.
     ``homes`` maps messages placed at home in the same transaction to their parent node.
+    A note without a request hash is stored without one: the reader derives it.
     """
-    conn.executemany(
-        f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
-        f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})",
-        [_row(conn, call, homes or {}) for call in calls],
-    )
+    state = interned(conn)
+    if len(calls) == 1 and state is not None:  # the usual turn: one call, all known
+        note = to_note(calls[0])
+        blobs: dict[str, str] = {}
+        row = _row(note, homes or {}, state.known(conn, note.session_id), blobs)
+        if not blobs:
+            conn.execute(_INSERT_CALL, row)
+            return
+    rows = []
+    known: dict[str, set[str]] = {}
+    fresh: dict[str, tuple[str, set[str]]] = {}  # per session: a call of this write, its blobs
+    for call in calls:
+        note = to_note(call)
+        sid = note.session_id
+        if sid not in known:
+            known[sid] = state.known(conn, sid) if state is not None else NOTHING
+        blobs = {}
+        rows.append(_row(note, homes or {}, known[sid], blobs))
+        if blobs:
+            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            fresh[sid] = (note.call_id, set(blobs) | fresh.get(sid, ("", set()))[1])
+    conn.executemany(_INSERT_CALL, rows)
+    if state is not None:
+        state.tentative.update(fresh)
 
 
 def home_parents(links: Sequence[LinkRecord], renamed: dict[str, str]) -> dict[str, str]:
@@ -306,6 +328,7 @@ def delete_calls_of_checkpoints(
     Run it before deleting the checkpoints: a call led to the first checkpoint after it.
     Content blobs stay (they are shared and small) until their session is deleted.
     """
+    forget(conn, session_id)  # the calls that referenced its blobs may go
     ckpts = checkpoint_ids(conn, {session_id})[session_id]
     if not ckpts:
         return 0
@@ -329,5 +352,6 @@ def delete_calls_of_checkpoints(
 
 def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete every call of a session (and the blobs no other call uses)."""
+    forget(conn, session_id)
     if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
         _drop_orphan_blobs(conn)

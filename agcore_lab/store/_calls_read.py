@@ -16,10 +16,21 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from agcore_lab.llm.call_record import ModelCall, construct_call
+from agcore_lab.errors import CorruptRecordError
+from agcore_lab.llm.base import ToolSpec
+from agcore_lab.llm.call_record import (
+    EMPTY_FOLD,
+    Fold,
+    ModelCall,
+    construct_call,
+    finish_hash,
+    fold,
+    join_folds,
+)
 from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
 from agcore_lab.llm.usage import Usage
-from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, _TOOLS, checkpoint_ids, stamp
+from agcore_lab.store._call_blobs import TOOLS
+from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, checkpoint_ids, stamp
 from agcore_lab.store._chains import read_chain
 
 __all__ = ["read_calls"]
@@ -32,12 +43,14 @@ def _next_checkpoint(ckpts: list[str], stamps: list[str], row: sqlite3.Row) -> s
 
 
 class _Chains:
-    """Loaded chains, so many calls along one history cost one chain read."""
+    """Loaded chains, so many calls along one history cost one chain read (and one pass of
+    message digests for the request hashes derived at read time)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._chains: list[tuple[list[Message], list[str]]] = []
         self._where: dict[str, tuple[int, int]] = {}
+        self._prefix_folds: dict[int, list[Fold]] = {}
 
     def _find(self, node_id: str) -> tuple[list[Message], list[str], int]:
         found = self._where.get(node_id)
@@ -54,6 +67,22 @@ class _Chains:
     def ending_at(self, node_id: str) -> list[Message]:
         messages, _, index = self._find(node_id)
         return messages[: index + 1]
+
+    def fold_of(self, node_id: str, tail: int) -> Fold:
+        """The fold of the last ``tail`` messages of the chain ending at ``node_id``."""
+        found = self._where.get(node_id)
+        if found is None:
+            self._find(node_id)
+            found = self._where[node_id]
+        number, index = found
+        start = index + 1 - tail
+        if start > 0:  # a Focused window: a short slice
+            return fold(self._chains[number][0][start : index + 1])
+        folds = self._prefix_folds.setdefault(number, [EMPTY_FOLD])
+        messages = self._chains[number][0]
+        while len(folds) <= index + 1:
+            folds.append(fold(messages[len(folds) - 1 : len(folds)], folds[-1]))
+        return folds[index + 1]
 
     def nodes_of(self, head: str) -> set[str]:
         _, nodes, index = self._find(head)
@@ -181,20 +210,30 @@ def _call(
     live: set[str],
     ckpt_id: str | None,
 ) -> ModelCall:
-    request = [_blob_message(blobs[h], h) for h in parts.get("p", [])]
+    request = [_blob_message(_blob(blobs, h, row), h) for h in parts.get("p", [])]
     tail = int(parts.get("t", 0))
     anchor = row["anchor_node"]
     if anchor is None and row["response_id"]:  # a turn's call: its answer's chain parent
         anchor = parents.get(row["response_id"])
+    head = len(request)
     if tail and anchor:
         request += chains.ending_at(anchor)[-tail:]
     response: Message | None = None
     if row["response_id"]:
         response = responses.get(row["response_id"])
     elif parts.get("r"):
-        response = _blob_message(blobs[parts["r"]], parts["r"], response=True)
+        response = _blob_message(_blob(blobs, parts["r"], row), parts["r"], response=True)
     detail = json.loads(row["detail_json"]) if row["detail_json"] else {}
-    tools = _TOOLS.validate_json(blobs[parts["T"]]) if parts.get("T") else []
+    tools = _tools(blobs, parts["T"], row) if parts.get("T") else []
+    params = detail.get("params", {})
+    stored_hash = bytes(row["request_hash"])
+    if stored_hash:
+        digest = stored_hash.hex()
+    else:  # derived from the parts: the same value the request as sent had
+        folded = fold(request[:head])
+        if len(request) > head:
+            folded = join_folds(folded, chains.fold_of(anchor, len(request) - head))
+        digest = finish_hash(folded, len(request), tools, row["model"], params)
     return construct_call(
         dict(
             call_id=row["call_id"],
@@ -203,7 +242,7 @@ def _call(
             turn_index=row["turn_index"],
             kind=row["kind"],
             model=row["model"],
-            params=detail.get("params", {}),
+            params=params,
             request_messages=request,
             tools=tools,
             injected={i: _LABELS[c] for i, c in enumerate(parts.get("i", "")) if c in _LABELS},
@@ -224,8 +263,36 @@ def _call(
             status=row["status"],
             error=detail.get("error"),
             replayed=detail.get("replayed", False),
-            request_hash=bytes(row["request_hash"]).hex(),
+            request_hash=digest,
             ckpt_id=ckpt_id,
             abandoned=anchor is not None and anchor not in live,
         )
     )
+
+
+def _blob(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> str:
+    body = blobs.get(digest)
+    if body is None:
+        raise CorruptRecordError(
+            f"model call {row['call_id']} refers to a stored part ({digest}) that is missing; "
+            "the call log of this session is damaged (export what reads, then delete it)",
+            table="model_calls",
+            key=row["call_id"],
+            session_id=row["session_id"],
+        )
+    return body
+
+
+_PARSED_TOOLS: dict[str, list[ToolSpec]] = {}
+
+
+def _tools(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> list[ToolSpec]:
+    # The same tools blob recurs in every call: parse it once (ToolSpecs are frozen).
+    body = _blob(blobs, digest, row)
+    parsed = _PARSED_TOOLS.get(digest)
+    if parsed is None:
+        parsed = TOOLS.validate_json(body)
+        if len(_PARSED_TOOLS) >= 1_000:
+            _PARSED_TOOLS.clear()
+        _PARSED_TOOLS[digest] = parsed
+    return list(parsed)

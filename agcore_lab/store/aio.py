@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import JsonValue
 
+    from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import (
@@ -122,7 +123,7 @@ class AsyncChainStore(Protocol):
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
-        calls: Sequence[ModelCall] = (),
+        calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
@@ -250,7 +251,7 @@ class AsyncMemoryStore(Protocol):
 class AsyncCallStore(Protocol):
     """The async twin of :class:`~agcore_lab.store.roles.CallStore`."""
 
-    async def ainsert_calls(self, calls: Sequence[ModelCall]) -> None:
+    async def ainsert_calls(self, calls: Sequence[ModelCall | CallNote]) -> None:
         """Async :meth:`~agcore_lab.store.base.Store.insert_calls`."""
         ...
 

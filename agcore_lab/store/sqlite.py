@@ -17,6 +17,7 @@ from pydantic import JsonValue
 from agcore_lab.checks import check_count, check_json
 from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._approvals import (
@@ -269,7 +270,7 @@ class SqliteStore(SqliteConnection):
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
-        calls: Sequence[ModelCall] = (),
+        calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
@@ -500,7 +501,7 @@ class SqliteStore(SqliteConnection):
 
     # -- model calls --------------------------------------------------------------------------
 
-    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
+    def insert_calls(self, calls: Sequence[ModelCall | CallNote]) -> None:
         """Store model-call records in a write of their own (failed turns, summaries)."""
         if not calls:
             return

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import JsonValue
 
+    from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import (
@@ -164,7 +165,7 @@ class ThreadedAsyncStore:
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
-        calls: Sequence[ModelCall] = (),
+        calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
@@ -296,7 +297,7 @@ class ThreadedAsyncStore:
 
     # -- CallStore --
 
-    async def ainsert_calls(self, calls: Sequence[ModelCall]) -> None:
+    async def ainsert_calls(self, calls: Sequence[ModelCall | CallNote]) -> None:
         return await self._run(self._store.insert_calls, calls)
 
     async def alist_calls(

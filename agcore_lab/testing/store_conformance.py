@@ -50,9 +50,11 @@ from agcore_lab.testing.async_checks import (
     check_async_round_trip,
 )
 from agcore_lab.testing.call_checks import (
+    check_call_parts_outlive_failed_writes_and_cleanups,
     check_calls_follow_checkpoints,
     check_calls_round_trip,
     check_calls_written_on_their_own,
+    check_unhashed_calls_read_back_with_their_hash,
 )
 from agcore_lab.testing.chain_checks import check_chain_read_back, check_chain_tail
 from agcore_lab.testing.checkpoint_checks import (
@@ -346,6 +348,8 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_calls_round_trip,
         check_calls_written_on_their_own,
         check_calls_follow_checkpoints,
+        check_unhashed_calls_read_back_with_their_hash,
+        check_call_parts_outlive_failed_writes_and_cleanups,
         check_fork_shares_prefix,
         check_message_stored_once,
         check_commit_is_atomic,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
 
 __all__ = ["CallStore"]
@@ -19,7 +20,7 @@ class CallStore(Protocol):
     :mod:`agcore_lab.store.aio`.
     """
 
-    def insert_calls(self, calls: Sequence[ModelCall]) -> None:
+    def insert_calls(self, calls: Sequence[ModelCall | CallNote]) -> None:
         """Store model-call records in a write of their own (calls of a failed turn, of a
         summary); ids stored already are skipped."""
         ...

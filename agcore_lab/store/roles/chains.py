@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
+    from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotRecord
@@ -34,7 +35,7 @@ class ChainStore(Protocol):
         pending: PendingToolCall | None = None,
         lease_holder: str | None = None,
         change: str = "turn",
-        calls: Sequence[ModelCall] = (),
+        calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
