@@ -4,8 +4,8 @@ A listing reads many rows whose ``slots_json`` / ``spend_json`` repeat (checkpoi
 without a turn between them, rollback and fork markers, copies), so each distinct text is
 parsed and checked once per read into a *plan*: everything needed to build the row's
 :class:`~agcore_lab.store.base.SlotRecord` and :class:`~agcore_lab.llm.usage.ModelSpend`
-records. Plans are private to one read and never handed out: every record gets objects of
-its own (:func:`slot_records`, :func:`spend_records`), since those models are mutable; only
+records. Plans are private to one read and never handed out: every record gets slot and
+spend records (and lists, dicts, fields sets) of its own, since those are mutable; only
 immutable values (strings, numbers, datetimes, frozen :class:`~agcore_lab.llm.usage.Usage`)
 are shared between records.
 
@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from pydantic_core import from_json
 
-from agcore_lab.llm.usage import ModelSpend, Usage
-from agcore_lab.store.base import SlotMode, SlotRecord
+from agcore_lab.llm.usage import Usage
+from agcore_lab.store.base import SlotMode
 
 __all__ = [
     "SlotPlan",
@@ -30,9 +30,7 @@ __all__ = [
     "built",
     "checked_state",
     "slot_plan",
-    "slot_records",
     "spend_plan",
-    "spend_records",
     "stamp",
 ]
 
@@ -63,9 +61,7 @@ _STATE_KEYS = frozenset(
         "merge_strategy",
     }
 )
-_SLOT_FIELDS = frozenset(SlotRecord.model_fields)
 _USAGE_FIELDS = frozenset({"prompt_tokens", "completion_tokens", "requests"})
-_SPEND_FIELDS = frozenset({"usage", "cost"})
 
 # One slot of a plan: (slot id, the SlotRecord's values but pinned_ids, pinned ids).
 SlotPlan = tuple[tuple[str, dict[str, Any], tuple[str, ...]], ...]
@@ -201,21 +197,3 @@ def spend_plan(text: object) -> SpendPlan | None:
         )
         plan.append((model, usage, float(cost)))
     return tuple(plan)
-
-
-def slot_records(plan: SlotPlan) -> dict[str, SlotRecord]:
-    """New slot records of ``plan``, owned by the caller."""
-    slots = {}
-    for slot_id, values, pinned in plan:
-        own = values.copy()
-        own["pinned_ids"] = list(pinned)
-        slots[slot_id] = built(SlotRecord, own, set(_SLOT_FIELDS))
-    return slots
-
-
-def spend_records(plan: SpendPlan) -> dict[str, ModelSpend]:
-    """New per-model spend records of ``plan``, owned by the caller."""
-    return {
-        model: built(ModelSpend, {"usage": usage, "cost": cost}, set(_SPEND_FIELDS))
-        for model, usage, cost in plan
-    }

@@ -25,6 +25,7 @@ from pydantic_core import from_json
 
 from agcore_lab.errors import CorruptRecordError
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_plans import (
     SlotPlan,
     SpendPlan,
@@ -32,15 +33,13 @@ from agcore_lab.store._checkpoint_plans import (
     built,
     checked_state,
     slot_plan,
-    slot_records,
     spend_plan,
-    spend_records,
     stamp,
 )
-from agcore_lab.store.base import CkptMeta
+from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
-__all__ = ["COLUMNS", "built", "read_checkpoints"]
+__all__ = ["COLUMNS", "read_checkpoints"]
 
 COLUMNS = (
     "session_id",
@@ -64,7 +63,10 @@ COLUMNS = (
 )
 _SELECT = ", ".join(COLUMNS)
 _SOURCES = frozenset({"auto", "manual", "fork", "rollback"})
+# Each record owns a copy of its model's (full) fields set: model_fields_set hands it out.
 _CKPT_FIELDS = set(CkptMeta.model_fields)
+_SLOT_FIELDS = set(SlotRecord.model_fields)
+_SPEND_FIELDS = set(ModelSpend.model_fields)
 _TEXT, _INT, _NONE = str, int, type(None)
 # The column types of a row as insert_checkpoint writes it (one per optional column's two
 # possibilities), for one set lookup per row. A row with a pending call is not among them:
@@ -189,10 +191,38 @@ def _slot_plans(
     return plans, states
 
 
+def _when(text: object) -> datetime | None:
+    try:
+        return stamp(text)
+    except Unchecked:
+        return None
+
+
+# What a read prepared: the plan of each (slots text, session), of each spend text, and the
+# time of each created_at text (None: it failed a check).
+_Plans = tuple[
+    dict[tuple[str, str], SlotPlan | None], dict[Any, SpendPlan | None], dict[Any, datetime | None]
+]
+
+
+def _planned(row: tuple[Any, ...], plans: _Plans) -> bool:
+    # Whether a row's slots, spend and time passed their checks (each checked once per text).
+    slot_plans, spend_plans, times = plans
+    return (
+        slot_plans[row[15], row[0]] is not None
+        and spend_plans[row[16]] is not None
+        and times[row[4]] is not None
+    )
+
+
 def read_checkpoints(
     conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
 ) -> list[CkptMeta]:
-    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
+    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``.
+
+    Raises:
+        CorruptRecordError: A row (or a slot state it names) is damaged: nothing is returned.
+    """
     sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
     cursor = conn.execute(
         sql if limit is None else sql + " LIMIT ?",
@@ -201,11 +231,14 @@ def read_checkpoints(
     rows: list[tuple[Any, ...]] = cursor.fetchall()
     if rows and type(rows[0]) is not tuple:
         rows = [tuple(r) for r in rows]  # another backend's row objects
-    read_at = utcnow()
-    slot_plans, states = _slot_plans(conn, rows, read_at)
-    spend_plans: dict[Any, SpendPlan | None] = {}
-    times: dict[Any, datetime] = {}
-    written, sources, fields = _WRITTEN_TYPES, _SOURCES, _CKPT_FIELDS
+    slot_plans, states = _slot_plans(conn, rows, utcnow())
+    spend_plans = {text: spend_plan(text) for text in {row[16] for row in rows}}
+    times = {text: _when(text) for text in {row[4] for row in rows}}
+    plans = (slot_plans, spend_plans, times)
+    checked = None not in slot_plans.values()
+    checked = checked and None not in spend_plans.values() and None not in times.values()
+    written, sources = _WRITTEN_TYPES, _SOURCES
+    ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
     records = []
     # Tens of thousands of small objects, none of them garbage: the cyclic collector would
     # rescan them over and over while they are made (it doubled the time of a long listing).
@@ -213,49 +246,49 @@ def read_checkpoints(
     gc.disable()
     try:
         for row in rows:
-            record = None
-            if tuple(map(type, row)) in written and row[6] in sources:
+            if (
+                tuple(map(type, row)) in written
+                and row[6] in sources
+                and (checked or _planned(row, plans))
+            ):
                 (sid, cid, parent, turn, created, label, source, count, prompt, completion) = row[
                     :10
                 ]
                 cost, agent, slot, summary, memory, slots_text, spend_text = row[10:17]
-                slots = slot_plans[slots_text, sid]
-                if spend_text in spend_plans:
-                    spend = spend_plans[spend_text]
-                else:
-                    spend = spend_plans[spend_text] = spend_plan(spend_text)
-                when = times.get(created)
-                if when is None:
-                    try:
-                        when = times[created] = stamp(created)
-                    except Unchecked:
-                        pass
-                if slots is not None and spend is not None and when is not None:
-                    record = built(
-                        CkptMeta,
-                        {
-                            "ckpt_id": cid,
-                            "session_id": sid,
-                            "parent_ckpt_id": parent,
-                            "turn_index": turn,
-                            "created_at": when,
-                            "label": label,
-                            "source": source,
-                            "message_count": count,
-                            "prompt_tokens": prompt,
-                            "completion_tokens": completion,
-                            "cost_usd": cost,
-                            "agent_name": agent,
-                            "current_slot_id": slot,
-                            "last_summary_turn": summary,
-                            "memory_version": memory,
-                            "slots": slot_records(slots),
-                            "spend": spend_records(spend),
-                            "pending": None,
-                        },
-                        fields.copy(),  # its own: model_fields_set hands it out
-                    )
-            if record is None:
+                slots = {}
+                for slot_id, values, pinned in slot_plans[slots_text, sid]:  # type: ignore[union-attr]
+                    own = values.copy()
+                    own["pinned_ids"] = list(pinned)
+                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+                spend = {
+                    model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
+                    for model, usage, spent in spend_plans[spend_text]  # type: ignore[union-attr]
+                }
+                record = built(
+                    CkptMeta,
+                    {
+                        "ckpt_id": cid,
+                        "session_id": sid,
+                        "parent_ckpt_id": parent,
+                        "turn_index": turn,
+                        "created_at": times[created],
+                        "label": label,
+                        "source": source,
+                        "message_count": count,
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "cost_usd": cost,
+                        "agent_name": agent,
+                        "current_slot_id": slot,
+                        "last_summary_turn": summary,
+                        "memory_version": memory,
+                        "slots": slots,
+                        "spend": spend,
+                        "pending": None,
+                    },
+                    ckpt_fields.copy(),
+                )
+            else:
                 record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
             records.append(record)
     finally:
