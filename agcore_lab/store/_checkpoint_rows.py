@@ -39,7 +39,7 @@ from agcore_lab.store._checkpoint_plans import (
 from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
-__all__ = ["COLUMNS", "read_checkpoints"]
+__all__ = ["COLUMNS", "latest_checkpoint_id", "read_checkpoints"]
 
 COLUMNS = (
     "session_id",
@@ -295,3 +295,13 @@ def read_checkpoints(
         if collecting:
             gc.enable()
     return records
+
+
+def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The id of ``session_id``'s newest checkpoint, or ``None``: the first entry of the
+    listing's index, no record read."""
+    found = conn.execute(
+        "SELECT ckpt_id FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return None if found is None else str(found[0])
