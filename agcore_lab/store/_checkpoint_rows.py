@@ -231,6 +231,18 @@ def read_checkpoints(
     rows: list[tuple[Any, ...]] = cursor.fetchall()
     if rows and type(rows[0]) is not tuple:
         rows = [tuple(r) for r in rows]  # another backend's row objects
+    # Tens of thousands of small objects, none of them garbage: the cyclic collector would
+    # rescan them over and over while they are made (it doubled the time of a long listing).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _records(conn, rows)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[CkptMeta]:
     slot_plans, states = _slot_plans(conn, rows, utcnow())
     spend_plans = {text: spend_plan(text) for text in {row[16] for row in rows}}
     times = {text: _when(text) for text in {row[4] for row in rows}}
@@ -240,60 +252,50 @@ def read_checkpoints(
     written, sources = _WRITTEN_TYPES, _SOURCES
     ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
     records = []
-    # Tens of thousands of small objects, none of them garbage: the cyclic collector would
-    # rescan them over and over while they are made (it doubled the time of a long listing).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for row in rows:
-            if (
-                tuple(map(type, row)) in written
-                and row[6] in sources
-                and (checked or _planned(row, plans))
-            ):
-                (sid, cid, parent, turn, created, label, source, count, prompt, completion) = row[
-                    :10
-                ]
-                cost, agent, slot, summary, memory, slots_text, spend_text = row[10:17]
-                slots = {}
-                for slot_id, values, pinned in slot_plans[slots_text, sid]:  # type: ignore[union-attr]
-                    own = values.copy()
-                    own["pinned_ids"] = list(pinned)
-                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
-                spend = {
-                    model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
-                    for model, usage, spent in spend_plans[spend_text]  # type: ignore[union-attr]
-                }
-                record = built(
-                    CkptMeta,
-                    {
-                        "ckpt_id": cid,
-                        "session_id": sid,
-                        "parent_ckpt_id": parent,
-                        "turn_index": turn,
-                        "created_at": times[created],
-                        "label": label,
-                        "source": source,
-                        "message_count": count,
-                        "prompt_tokens": prompt,
-                        "completion_tokens": completion,
-                        "cost_usd": cost,
-                        "agent_name": agent,
-                        "current_slot_id": slot,
-                        "last_summary_turn": summary,
-                        "memory_version": memory,
-                        "slots": slots,
-                        "spend": spend,
-                        "pending": None,
-                    },
-                    ckpt_fields.copy(),
-                )
-            else:
-                record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
-            records.append(record)
-    finally:
-        if collecting:
-            gc.enable()
+    for row in rows:
+        if (
+            tuple(map(type, row)) in written
+            and row[6] in sources
+            and (checked or _planned(row, plans))
+        ):
+            (sid, cid, parent, turn, created, label, source, count, prompt, completion) = row[:10]
+            cost, agent, slot, summary, memory, slots_text, spend_text = row[10:17]
+            slots = {}
+            for slot_id, values, pinned in slot_plans[slots_text, sid]:  # type: ignore[union-attr]
+                own = values.copy()
+                own["pinned_ids"] = list(pinned)
+                slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+            spend = {
+                model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
+                for model, usage, spent in spend_plans[spend_text]  # type: ignore[union-attr]
+            }
+            record = built(
+                CkptMeta,
+                {
+                    "ckpt_id": cid,
+                    "session_id": sid,
+                    "parent_ckpt_id": parent,
+                    "turn_index": turn,
+                    "created_at": times[created],
+                    "label": label,
+                    "source": source,
+                    "message_count": count,
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "cost_usd": cost,
+                    "agent_name": agent,
+                    "current_slot_id": slot,
+                    "last_summary_turn": summary,
+                    "memory_version": memory,
+                    "slots": slots,
+                    "spend": spend,
+                    "pending": None,
+                },
+                ckpt_fields.copy(),
+            )
+        else:
+            record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
+        records.append(record)
     return records
 
 

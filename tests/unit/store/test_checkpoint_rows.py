@@ -84,6 +84,9 @@ def test_listed_records_behave_like_validated_ones(tmp_path: Path) -> None:
         ("cost_usd = 'free'", "cost_usd"),
         ("source = 'elsewhere'", "source"),
         ("spend_json = '{\"scripted\": [1, 2]}'", "spend"),
+        ("created_at = '2026-13-01T00:00:00+00:00'", "created_at"),
+        ("label = x'ff'", "label"),
+        ("slots_json = '{\"main\": [null, 7]}'", "slots"),
     ],
 )
 def test_a_row_of_the_wrong_type_is_validated_and_named(
@@ -148,3 +151,22 @@ def test_the_same_slots_text_in_two_sessions_names_each_session(tmp_path: Path) 
     assert [c.session_id for c in newest] == ["ses_other", sid]
     assert {s.session_id for s in newest[0].slots.values()} == {"ses_other"}
     assert {s.session_id for s in newest[1].slots.values()} == {sid}
+
+
+def test_a_row_pydantic_would_coerce_reads_as_a_validated_read_gives_it(tmp_path: Path) -> None:
+    # A hand edit that full validation accepts (a number stored as text): that row takes the
+    # validated path, the rows around it the fast one, and the listing is the validated one.
+    path = tmp_path / "l.db"
+    manager, sid = _lab(path)
+    middle = manager.store.list_checkpoints(sid)[2]
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "UPDATE checkpoints SET turn_index = ?, cost_usd = 0 WHERE ckpt_id = ?",
+        (str(middle.turn_index), middle.ckpt_id),
+    )
+    raw.commit()
+    raw.close()
+    store = SqliteStore(path)
+    listed = store.list_checkpoints(sid)
+    assert listed[2].turn_index == middle.turn_index and type(listed[2].cost_usd) is float
+    assert [_fields(c) for c in listed] == [_fields(c) for c in _validated_listing(store, sid)]
