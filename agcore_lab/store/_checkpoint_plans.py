@@ -1,16 +1,18 @@
 """The checked, parsed form of a checkpoint row's JSON columns, made once per distinct text.
 
-A listing reads many rows whose ``slots_json`` / ``spend_json`` repeat (checkpoints taken
-without a turn between them, rollback and fork markers, copies), so each distinct text is
-parsed and checked once per read into a *plan*: everything needed to build the row's
+The rows of a listing may repeat their ``slots_json`` / ``spend_json`` (checkpoints taken
+without a turn between them, a rollback marker and its target, copies), so each distinct text
+is parsed and checked once per read into a *plan*: everything needed to build the row's
 :class:`~agcore_lab.store.base.SlotRecord` and :class:`~agcore_lab.llm.usage.ModelSpend`
 records. Plans are private to one read and never handed out: every record gets slot and
 spend records (and lists, dicts, fields sets) of its own, since those are mutable; only
 immutable values (strings, numbers, datetimes, frozen :class:`~agcore_lab.llm.usage.Usage`)
 are shared between records.
 
-A text that fails a check has no plan (``None``): its rows take the fully validated path,
-which names what is wrong.
+When nothing repeats (a turn per checkpoint changes a slot head and the token counts), a
+plan costs about what building the records straight from the JSON would. A text that fails
+a check has no plan (``None``): its rows take the fully validated path, which names what is
+wrong.
 """
 
 from __future__ import annotations
