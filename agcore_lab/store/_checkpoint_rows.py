@@ -161,58 +161,65 @@ def _heads(text: object, row: Sequence[Any]) -> dict[str, Any]:
         raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
 
 
-def _slot_plans(
-    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], read_at: datetime
-) -> tuple[dict[tuple[str, str], SlotPlan | None], dict[str, dict[str, Any]]]:
-    """The plan of each distinct (slots text, session) of ``rows``, and the slot states
-    they name (as stored, for the validated path)."""
-    heads: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for row in rows:
+class _Plans:
+    """What one read parsed and checked, by text: built as the rows come (so a row's data is
+    still at hand), each text once."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.read_at = utcnow()
+        self.states: dict[str, dict[str, Any]] = {}  # as stored, for the validated path
+        self._checked: dict[str, dict[str, Any]] = {}  # of those, the ones that pass
+        self.slots: dict[tuple[Any, Any], SlotPlan | None] = {}
+        self.spend: dict[Any, SpendPlan | None] = {}
+        self.times: dict[Any, datetime | None] = {}
+
+    def heads(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        """A row's parsed ``slots_json``, its slot states read (raises CorruptRecordError)."""
+        heads = _heads(row[15], row)
+        wanted = {
+            pair[1]
+            for pair in heads.values()
+            if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
+        }
+        missing = wanted - self.states.keys()
+        if missing:
+            for digest, state in _states(self._conn, missing).items():
+                self.states[digest] = state
+                try:
+                    self._checked[digest] = checked_state(state)
+                except Unchecked:
+                    pass  # its checkpoints take the validated path, which names the problem
+        return heads
+
+    def slot_plan(self, row: tuple[Any, ...]) -> SlotPlan | None:
+        """The plan of a row's slots (session and text), made on its first use."""
         key = (row[15], row[0])
-        if key not in heads:
-            heads[key] = _heads(row[15], row)
-    digests = {
-        pair[1]
-        for slots in heads.values()
-        for pair in slots.values()
-        if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
-    }
-    states = _states(conn, digests)
-    checked = {}
-    for digest, state in states.items():
-        try:
-            checked[digest] = checked_state(state)
-        except Unchecked:
-            pass  # its checkpoints take the validated path, which names the problem
-    plans = {
-        key: slot_plan(slots, key[1], checked, read_at) if type(key[1]) is str else None
-        for key, slots in heads.items()
-    }
-    return plans, states
+        plan = self.slots.get(key)
+        if plan is None and key not in self.slots:
+            heads = self.heads(row)
+            sid = row[0]
+            plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
+            self.slots[key] = plan
+        return plan
 
+    def spend_plan(self, text: object) -> SpendPlan | None:
+        """The plan of a ``spend_json`` text, made on its first use."""
+        plan = self.spend.get(text)
+        if plan is None and text not in self.spend:
+            plan = self.spend[text] = spend_plan(text)
+        return plan
 
-def _when(text: object) -> datetime | None:
-    try:
-        return stamp(text)
-    except Unchecked:
-        return None
-
-
-# What a read prepared: the plan of each (slots text, session), of each spend text, and the
-# time of each created_at text (None: it failed a check).
-_Plans = tuple[
-    dict[tuple[str, str], SlotPlan | None], dict[Any, SpendPlan | None], dict[Any, datetime | None]
-]
-
-
-def _planned(row: tuple[Any, ...], plans: _Plans) -> bool:
-    # Whether a row's slots, spend and time passed their checks (each checked once per text).
-    slot_plans, spend_plans, times = plans
-    return (
-        slot_plans[row[15], row[0]] is not None
-        and spend_plans[row[16]] is not None
-        and times[row[4]] is not None
-    )
+    def time(self, text: object) -> datetime | None:
+        """A ``created_at`` text as a time (``None``: not as written), parsed once."""
+        when = self.times.get(text)
+        if when is None and text not in self.times:
+            try:
+                when = stamp(text)
+            except Unchecked:
+                when = None
+            self.times[text] = when
+        return when
 
 
 def read_checkpoints(
@@ -243,58 +250,54 @@ def read_checkpoints(
 
 
 def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[CkptMeta]:
-    slot_plans, states = _slot_plans(conn, rows, utcnow())
-    spend_plans = {text: spend_plan(text) for text in {row[16] for row in rows}}
-    times = {text: _when(text) for text in {row[4] for row in rows}}
-    plans = (slot_plans, spend_plans, times)
-    checked = None not in slot_plans.values()
-    checked = checked and None not in spend_plans.values() and None not in times.values()
+    plans = _Plans(conn)
+    slot_plan_of, spend_plan_of, time_of = plans.slot_plan, plans.spend_plan, plans.time
     written, sources = _WRITTEN_TYPES, _SOURCES
     ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
     records = []
     for row in rows:
-        if (
-            tuple(map(type, row)) in written
-            and row[6] in sources
-            and (checked or _planned(row, plans))
-        ):
-            (sid, cid, parent, turn, created, label, source, count, prompt, completion) = row[:10]
-            cost, agent, slot, summary, memory, slots_text, spend_text = row[10:17]
-            slots = {}
-            for slot_id, values, pinned in slot_plans[slots_text, sid]:  # type: ignore[union-attr]
-                own = values.copy()
-                own["pinned_ids"] = list(pinned)
-                slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
-            spend = {
-                model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
-                for model, usage, spent in spend_plans[spend_text]  # type: ignore[union-attr]
-            }
-            record = built(
-                CkptMeta,
-                {
-                    "ckpt_id": cid,
-                    "session_id": sid,
-                    "parent_ckpt_id": parent,
-                    "turn_index": turn,
-                    "created_at": times[created],
-                    "label": label,
-                    "source": source,
-                    "message_count": count,
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "cost_usd": cost,
-                    "agent_name": agent,
-                    "current_slot_id": slot,
-                    "last_summary_turn": summary,
-                    "memory_version": memory,
-                    "slots": slots,
-                    "spend": spend,
-                    "pending": None,
-                },
-                ckpt_fields.copy(),
-            )
-        else:
-            record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
+        record = None
+        if tuple(map(type, row)) in written and row[6] in sources:
+            slots_of = slot_plan_of(row)
+            spend_of = spend_plan_of(row[16])
+            when = time_of(row[4])
+            if slots_of is not None and spend_of is not None and when is not None:
+                slots = {}
+                for slot_id, values, pinned in slots_of:
+                    own = values.copy()
+                    own["pinned_ids"] = list(pinned)
+                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+                spend = {
+                    model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
+                    for model, usage, spent in spend_of
+                }
+                record = built(
+                    CkptMeta,
+                    {
+                        "ckpt_id": row[1],
+                        "session_id": row[0],
+                        "parent_ckpt_id": row[2],
+                        "turn_index": row[3],
+                        "created_at": when,
+                        "label": row[5],
+                        "source": row[6],
+                        "message_count": row[7],
+                        "prompt_tokens": row[8],
+                        "completion_tokens": row[9],
+                        "cost_usd": row[10],
+                        "agent_name": row[11],
+                        "current_slot_id": row[12],
+                        "last_summary_turn": row[13],
+                        "memory_version": row[14],
+                        "slots": slots,
+                        "spend": spend,
+                        "pending": None,
+                    },
+                    ckpt_fields.copy(),
+                )
+        if record is None:
+            plans.heads(row)  # the slot states it names, for the validated read
+            record = _validated(dict(zip(COLUMNS, row, strict=True)), plans.states)
         records.append(record)
     return records
 
