@@ -170,3 +170,19 @@ def test_a_row_pydantic_would_coerce_reads_as_a_validated_read_gives_it(tmp_path
     listed = store.list_checkpoints(sid)
     assert listed[2].turn_index == middle.turn_index and type(listed[2].cost_usd) is float
     assert [_fields(c) for c in listed] == [_fields(c) for c in _validated_listing(store, sid)]
+
+
+def test_a_clean_listing_validates_no_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agcore_lab.store import _checkpoint_rows
+
+    store, sid, _ = _copies(tmp_path / "l.db")
+    validated: list[str] = []
+    real = _checkpoint_rows._validated
+
+    def counting(row: dict[str, object], states: dict[str, object]) -> CkptMeta:
+        validated.append(str(row["ckpt_id"]))
+        return real(row, states)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_checkpoint_rows, "_validated", counting)
+    listed = store.list_checkpoints(sid)
+    assert len(listed) == 8 and validated == []
