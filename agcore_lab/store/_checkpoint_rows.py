@@ -162,63 +162,67 @@ def _heads(text: object, row: Sequence[Any]) -> dict[str, Any]:
 
 
 class _Plans:
-    """What one read parsed and checked, by text: built as the rows come (so a row's data is
-    still at hand), each text once."""
+    """What one read parsed and checked, for the row at hand: each text is parsed once for a
+    run of rows that repeat it (checkpoints without a turn between them are neighbours in
+    the listing); a row with texts of its own costs what building it straight would (no
+    cache to fill, nothing kept beyond the previous row)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self.read_at = utcnow()
         self.states: dict[str, dict[str, Any]] = {}  # as stored, for the validated path
         self._checked: dict[str, dict[str, Any]] = {}  # of those, the ones that pass
-        self.slots: dict[tuple[Any, Any], SlotPlan | None] = {}
-        self.spend: dict[Any, SpendPlan | None] = {}
-        self.times: dict[Any, datetime | None] = {}
+        self._slots: tuple[Any, Any, SlotPlan | None] = (None, None, None)
+        self._spend: tuple[Any, SpendPlan | None] = (None, None)
+        self._time: tuple[Any, datetime | None] = (None, None)
 
     def heads(self, row: tuple[Any, ...]) -> dict[str, Any]:
         """A row's parsed ``slots_json``, its slot states read (raises CorruptRecordError)."""
         heads = _heads(row[15], row)
-        wanted = {
+        states = self.states
+        missing = {
             pair[1]
             for pair in heads.values()
             if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
-        }
-        missing = wanted - self.states.keys()
+            and pair[1] not in states
+        }  # fmt: skip
         if missing:
             for digest, state in _states(self._conn, missing).items():
-                self.states[digest] = state
+                states[digest] = state
                 try:
                     self._checked[digest] = checked_state(state)
                 except Unchecked:
                     pass  # its checkpoints take the validated path, which names the problem
         return heads
 
-    def slot_plan(self, row: tuple[Any, ...]) -> SlotPlan | None:
-        """The plan of a row's slots (session and text), made on its first use."""
-        key = (row[15], row[0])
-        plan = self.slots.get(key)
-        if plan is None and key not in self.slots:
-            heads = self.heads(row)
-            sid = row[0]
-            plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
-            self.slots[key] = plan
-        return plan
+    def slot_plan(self, row: tuple[Any, ...]) -> tuple[SlotPlan | None, bool]:
+        """The plan of a row's slots, and whether it is new (its values not handed out yet)."""
+        text, sid, plan = self._slots
+        if row[15] == text and row[0] == sid and text is not None:
+            return plan, False
+        sid = row[0]
+        heads = self.heads(row)
+        plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
+        self._slots = (row[15], sid, plan)
+        return plan, True
 
     def spend_plan(self, text: object) -> SpendPlan | None:
-        """The plan of a ``spend_json`` text, made on its first use."""
-        plan = self.spend.get(text)
-        if plan is None and text not in self.spend:
-            plan = self.spend[text] = spend_plan(text)
+        """The plan of a ``spend_json`` text."""
+        last, plan = self._spend
+        if text != last or last is None:
+            plan = spend_plan(text)
+            self._spend = (text, plan)
         return plan
 
     def time(self, text: object) -> datetime | None:
-        """A ``created_at`` text as a time (``None``: not as written), parsed once."""
-        when = self.times.get(text)
-        if when is None and text not in self.times:
+        """A ``created_at`` text as a time (``None``: not as written)."""
+        last, when = self._time
+        if text != last or last is None:
             try:
                 when = stamp(text)
             except Unchecked:
                 when = None
-            self.times[text] = when
+            self._time = (text, when)
         return when
 
 
@@ -258,13 +262,15 @@ def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Ckpt
     for row in rows:
         record = None
         if tuple(map(type, row)) in written and row[6] in sources:
-            slots_of = slot_plan_of(row)
+            slots_of, fresh = slot_plan_of(row)
             spend_of = spend_plan_of(row[16])
             when = time_of(row[4])
             if slots_of is not None and spend_of is not None and when is not None:
                 slots = {}
                 for slot_id, values, pinned in slots_of:
-                    own = values.copy()
+                    # The first record of a plan takes its values (no user code runs before
+                    # the read returns); the next ones copy them and get lists of their own.
+                    own = values if fresh else values.copy()
                     own["pinned_ids"] = list(pinned)
                     slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
                 spend = {
