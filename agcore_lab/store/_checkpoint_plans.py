@@ -1,8 +1,8 @@
-"""The checked, parsed form of a checkpoint row's JSON columns, made once per distinct text.
+"""The checked, parsed form of a checkpoint row's JSON columns, made once per run of rows.
 
-The rows of a listing may repeat their ``slots_json`` / ``spend_json`` (checkpoints taken
-without a turn between them, a rollback marker and its target, copies), so each distinct text
-is parsed and checked once per read into a *plan*: everything needed to build the row's
+Neighbouring rows of a listing may repeat their ``slots_json`` / ``spend_json`` (checkpoints
+taken without a turn between them, copies), so a text is parsed and checked once for the run
+of rows that repeat it, into a *plan*: everything needed to build the row's
 :class:`~agcore_lab.store.base.SlotRecord` and :class:`~agcore_lab.llm.usage.ModelSpend`
 records. Plans are private to one read and never handed out: every record gets slot and
 spend records (and lists, dicts, fields sets) of its own, since those are mutable; only
@@ -10,7 +10,8 @@ immutable values (strings, numbers, datetimes, frozen :class:`~agcore_lab.llm.us
 are shared between records.
 
 When nothing repeats (a turn per checkpoint changes a slot head and the token counts), a
-plan costs about what building the records straight from the JSON would. A text that fails
+plan costs what building the records straight from the JSON would: its first record takes
+the plan's values as they are. A text that fails
 a check has no plan (``None``): its rows take the fully validated path, which names what is
 wrong.
 """

@@ -4,10 +4,10 @@ Every ``checkpoints`` row was written from a validated :class:`~agcore_lab.store
 (``insert_checkpoint`` takes nothing else), so a read only checks that each column still has
 the type it was written with (one set lookup of the row's column types) and builds the
 records directly (:func:`~agcore_lab.store._checkpoint_plans.built`, the few assignments
-pydantic's own constructor makes). The JSON columns are parsed and checked once per distinct
-text in a read (:mod:`~agcore_lab.store._checkpoint_plans`); each record still gets slot and
-spend records of its own. A row that fails a check (edited by hand, damaged on disk) goes
-through full validation instead, which names what is wrong in a
+pydantic's own constructor makes). The JSON columns are parsed and checked once per run of
+neighbouring rows that repeat a text (:mod:`~agcore_lab.store._checkpoint_plans`); each
+record still gets slot and spend records of its own. A row that fails a check (edited by
+hand, damaged on disk) goes through full validation instead, which names what is wrong in a
 :class:`~agcore_lab.errors.CorruptRecordError` — when it is read, never later.
 """
 
