@@ -9,7 +9,10 @@ goal of issue 16:
   it (``SELECT * FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC``, fetchall).
   Shown too: the CPU time of both (steadier than wall time on a busy machine) beside the read
   of before issue 16 (a pydantic validation per row), one page (``limit=50``) from the middle
-  (``before=``), and ``to_dataframe`` beside ``pd.read_sql`` of the same rows.
+  (``before=``), ``to_dataframe`` beside ``pd.read_sql`` of the same rows, and (for
+  information) a listing of 10,000 checkpoints that share no JSON text (each with its own
+  slot heads, token counts and time, as real turns leave them; the copies of the timed row
+  share theirs, which a read parses once).
 - **children(id) among 1,000 sessions** (goal <= 0.5 ms): 1,000 stored sessions, 10 of them
   parents of 99 children each. Timed: ``SessionManager.children`` (best of ``--repeats``);
   the floor is a plain indexed query (``SELECT session_id FROM sessions WHERE parent_id = ?``).
@@ -36,14 +39,16 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from agcore_lab import Agent, Message, ScriptedModel, SessionManager, SqliteStore
 from agcore_lab.ids import new_id
+from agcore_lab.llm.usage import ModelSpend, Usage
 from agcore_lab.store._checkpoint_rows import COLUMNS, _validated
 from agcore_lab.store._checkpoints import insert_checkpoint
-from agcore_lab.store.base import SessionRecord
+from agcore_lab.store.base import CkptMeta, SessionRecord
 
 LIST_GOAL_S = 0.030
 CHILDREN_GOAL_S = 0.0005
@@ -105,6 +110,7 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
     checkpointer = manager.checkpointer
     listed = checkpointer.list_checkpoints_sync(sid)
     assert len(listed) == count, (len(listed), count)
+    distinct = _distinct_session(store, manager, template, count)
     conn = store.connection
 
     def raw() -> list[Any]:
@@ -128,6 +134,8 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
     cpu_before = _best_cpu(validated, max(2, repeats // 2))
     middle = listed[count // 2].ckpt_id
     page = _best(lambda: checkpointer.list_checkpoints_sync(sid, limit=50, before=middle), repeats)
+    varied = _best(lambda: checkpointer.list_checkpoints_sync(distinct), repeats)
+    varied_cpu = _best_cpu(lambda: checkpointer.list_checkpoints_sync(distinct), repeats)
     frame = _best(lambda: checkpointer.to_dataframe(sid), repeats)
     import pandas as pd
 
@@ -149,6 +157,10 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
         f"    (CPU time: {cpu * 1e3:.1f} ms; raw SQL {cpu_floor * 1e3:.1f} ms; the validated "
         f"read of before issue 16 {cpu_before * 1e3:.1f} ms, {cpu_before / cpu:.1f}x slower)"
     )
+    print(
+        f"    (every row with its own slots, spend and created_at text: {varied * 1e3:.1f} ms, "
+        f"CPU {varied_cpu * 1e3:.1f} ms; information: the copies above share those texts)"
+    )
     print(f"    (one page: limit=50, before= the middle one: {page * 1e3:.2f} ms)")
     print(
         f"    (to_dataframe: {frame * 1e3:.1f} ms; pd.read_sql of the rows {frame_floor * 1e3:.1f}"
@@ -156,6 +168,47 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
     )
     store.close()
     return ok
+
+
+def _distinct_session(
+    store: SqliteStore, manager: SessionManager, template: CkptMeta, count: int
+) -> str:
+    """A second session of ``count`` checkpoints, each as a real turn leaves it: its own head
+    node, token counts and time (nothing for a read to parse once and reuse)."""
+    sid = manager.create_sync(Agent(name="bench", model=ScriptedModel(reply)))
+    start = template.created_at
+    with store.transaction() as conn:
+        for n in range(count - 1):
+            slots = {
+                slot_id: slot.model_copy(update={"head_node_id": f"msg_{n:012d}{slot_id}"})
+                for slot_id, slot in template.slots.items()
+            }
+            spend = {
+                model: ModelSpend(
+                    usage=Usage(
+                        prompt_tokens=spent.usage.prompt_tokens + 40 * n,
+                        completion_tokens=spent.usage.completion_tokens + 70 * n,
+                        requests=spent.usage.requests + n,
+                    ),
+                    cost=spent.cost + n * 1e-5,
+                )
+                for model, spent in template.spend.items()
+            }
+            insert_checkpoint(
+                conn,
+                template.model_copy(
+                    update={
+                        "ckpt_id": new_id("ckpt"),
+                        "session_id": sid,
+                        "turn_index": 21 + n,
+                        "created_at": start + timedelta(microseconds=137 * n),
+                        "slots": slots,
+                        "spend": spend,
+                    }
+                ),
+            )
+    assert len(store.list_checkpoints(sid)) == count
+    return sid
 
 
 # -- children -----------------------------------------------------------------------------------

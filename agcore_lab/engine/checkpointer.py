@@ -167,10 +167,6 @@ class Checkpointer(RollbackSteps):
             else None,
         )
 
-    def _latest_id(self, session_id: str) -> str | None:
-        latest = self._store.list_checkpoints(session_id, limit=1)
-        return latest[0].ckpt_id if latest else None
-
     async def checkpoint(
         self,
         session: AgentSession,
@@ -224,7 +220,10 @@ class Checkpointer(RollbackSteps):
                 session_id=session.session_id,
             )
         meta = self._meta(
-            session, label=label, source=source, parent=self._latest_id(session.session_id)
+            session,
+            label=label,
+            source=source,
+            parent=self._store.latest_checkpoint_id(session.session_id),
         )
         self._store.put_checkpoint(meta, expected_version=session.version)
         self._emit("checkpoint", session.session_id, ckpt_id=meta.ckpt_id)
@@ -241,12 +240,11 @@ class Checkpointer(RollbackSteps):
                 session_id=session.session_id,
             )
         store, sid = self._astore, session.session_id
-        latest = await store.alist_checkpoints(sid, limit=1)
         meta = self._meta(
             session,
             label=label,
             source=source,
-            parent=latest[0].ckpt_id if latest else None,
+            parent=await store.alatest_checkpoint_id(sid),
             memory_version=await store.amemory_version(sid),
             pending=await session._apending_tool_call(),
         )

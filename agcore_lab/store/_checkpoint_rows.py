@@ -1,13 +1,14 @@
 """Reading checkpoint rows back into records, fast: rows the store wrote are not validated again.
 
 Every ``checkpoints`` row was written from a validated :class:`~agcore_lab.store.base.CkptMeta`
-(``insert_checkpoint`` takes nothing else), so a read parses its JSON columns with
-pydantic-core's parser and only checks that each column still has
-the type it was written with — one ``type(...) is`` test per column — and builds the records
-directly (:func:`built`, the few assignments pydantic's own constructor makes). A row that
-fails a check (edited by hand, damaged on disk) goes through full validation instead, which
-names what is wrong in a :class:`~agcore_lab.errors.CorruptRecordError`. Listing 10,000
-checkpoints costs a few times the SQL under it, not a pydantic validation per row.
+(``insert_checkpoint`` takes nothing else), so a read only checks that each column still has
+the type it was written with (one set lookup of the row's column types) and builds the
+records directly (:func:`~agcore_lab.store._checkpoint_plans.built`, the few assignments
+pydantic's own constructor makes). The JSON columns are parsed and checked once per run of
+neighbouring rows that repeat a text (:mod:`~agcore_lab.store._checkpoint_plans`); each
+record still gets slot and spend records of its own. A row that fails a check (edited by
+hand, damaged on disk) goes through full validation instead, which names what is wrong in a
+:class:`~agcore_lab.errors.CorruptRecordError` — when it is read, never later.
 """
 
 from __future__ import annotations
@@ -17,20 +18,28 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import from_json
 
 from agcore_lab.errors import CorruptRecordError
 from agcore_lab.ids import utcnow
-from agcore_lab.llm.usage import ModelSpend, Usage
-from agcore_lab.store.base import CkptMeta, SlotMode, SlotRecord
+from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._checkpoint_plans import (
+    SlotPlan,
+    SpendPlan,
+    Unchecked,
+    built,
+    checked_state,
+    slot_plan,
+    spend_plan,
+    stamp,
+)
+from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
-__all__ = ["COLUMNS", "built", "read_checkpoints"]
-
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["COLUMNS", "latest_checkpoint_id", "read_checkpoints"]
 
 COLUMNS = (
     "session_id",
@@ -54,236 +63,21 @@ COLUMNS = (
 )
 _SELECT = ", ".join(COLUMNS)
 _SOURCES = frozenset({"auto", "manual", "fork", "rollback"})
-_MODES = frozenset({"full", "focused"})
-_STRATEGIES = frozenset({None, "append", "replace", "summarize"})
-_OPTIONAL_TEXT = (str, type(None))
-_OPTIONAL_INT = (int, type(None))
-
-
-class _Unchecked(Exception):
-    """A stored value is not of the type it was written with: validate the row fully."""
-
-
-def built(cls: type[M], values: dict[str, Any], fields: set[str] | None = None) -> M:
-    """A ``cls`` holding ``values`` (every field, already of its type), without validation.
-
-    What ``model_construct`` does for a model without private attributes, extras or
-    post-init hooks, minus its per-field default lookups (it is slower than validating).
-    ``fields``: the names of ``values`` when the caller has them as a set already (shared by
-    the instances of a frozen model: nothing changes it in place, ``model_copy`` copies it).
-    """
-    record = cls.__new__(cls)
-    object.__setattr__(record, "__dict__", values)
-    if fields is None:
-        fields = set(values)
-    elif not cls.model_config.get("frozen"):
-        fields = fields.copy()  # assignment adds to it; a frozen model's set is only copied
-    object.__setattr__(record, "__pydantic_fields_set__", fields)
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
-    return record
-
-
-def _when(text: object) -> datetime:
-    if type(text) is not str:
-        raise _Unchecked
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise _Unchecked from None
-    if moment.tzinfo is None:
-        raise _Unchecked  # the fully validated path decides what a naive time means
-    return moment
-
-
-def _slot_state(state: object) -> dict[str, Any]:
-    # A stored slot state, checked field by field; the dict handed to SlotRecord.
-    if type(state) is not dict:
-        raise _Unchecked
-    get = state.get
-    pinned = get("pinned_ids", [])
-    checks = (
-        type(get("fork_point", 0)) is int,
-        type(get("merge_base", 0)) is int,
-        type(get("recent_window", 20)) is int,
-        get("mode", "full") in _MODES,
-        get("merge_strategy") in _STRATEGIES,
-        isinstance(get("parent_slot_id"), _OPTIONAL_TEXT),
-        isinstance(get("summary_override"), _OPTIONAL_TEXT),
-        type(pinned) is list and all(type(p) is str for p in pinned),
-        "created_at" in state,
-        len(state.keys() - _STATE_KEYS) == 0,
-    )
-    if not all(checks):
-        raise _Unchecked
-    return {
-        "session_id": None,
-        "slot_id": None,
-        "parent_slot_id": get("parent_slot_id"),
-        "fork_point": get("fork_point", 0),
-        "merge_base": get("merge_base", 0),
-        "mode": SlotMode(get("mode", "full")),
-        "head_node_id": None,
-        "summary_override": get("summary_override"),
-        "pinned_ids": pinned,
-        "recent_window": get("recent_window", 20),
-        "created_at": _when(state["created_at"]),
-        "updated_at": None,
-        "merge_strategy": get("merge_strategy"),
-    }
-
-
-_SLOT_FIELDS = set(SlotRecord.model_fields)
+# Each record owns a copy of its model's (full) fields set: model_fields_set hands it out.
 _CKPT_FIELDS = set(CkptMeta.model_fields)
-_USAGE_FIELDS = {"prompt_tokens", "completion_tokens", "requests"}
-_SPEND_FIELDS = {"usage", "cost"}
-_STATE_KEYS = frozenset(
-    {
-        "parent_slot_id",
-        "fork_point",
-        "merge_base",
-        "mode",
-        "summary_override",
-        "pinned_ids",
-        "recent_window",
-        "created_at",
-        "merge_strategy",
-    }
+_SLOT_FIELDS = set(SlotRecord.model_fields)
+_SPEND_FIELDS = set(ModelSpend.model_fields)
+_TEXT, _INT, _NONE = str, int, type(None)
+# The column types of a row as insert_checkpoint writes it (one per optional column's two
+# possibilities), for one set lookup per row. A row with a pending call is not among them:
+# that state is parsed strictly by the validated path.
+_WRITTEN_TYPES = frozenset(
+    (_TEXT, _TEXT, parent, _INT, _TEXT, label, _TEXT, _INT, _INT, _INT, float, _TEXT, _TEXT)
+    + (summary, _INT, _TEXT, _TEXT, _NONE)
+    for parent in (_TEXT, _NONE)
+    for label in (_TEXT, _NONE)
+    for summary in (_INT, _NONE)
 )
-
-
-def _heads(row: Sequence[Any]) -> dict[str, Any]:
-    """The row's ``slots_json``: slot id -> [head node, state digest]."""
-    try:
-        heads = from_json(row[15])
-        if type(heads) is not dict:
-            raise TypeError(f"an object was expected, not {type(heads).__name__}")
-        return heads
-    except (ValueError, TypeError) as exc:
-        raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
-
-
-def _slots(
-    heads: dict[str, Any], session_id: str, states: dict[str, dict[str, Any]], updated: datetime
-) -> dict[str, SlotRecord]:
-    slots = {}
-    for slot_id, pair in heads.items():
-        if type(pair) is not list or len(pair) != 2:
-            raise _Unchecked
-        head, digest = pair
-        state = states.get(digest) if type(digest) is str else None
-        if state is None or not isinstance(head, _OPTIONAL_TEXT):
-            raise _Unchecked
-        values = state.copy()
-        values["session_id"] = session_id
-        values["slot_id"] = slot_id
-        values["head_node_id"] = head
-        values["pinned_ids"] = list(state["pinned_ids"])
-        # Not stored in a checkpoint: the time it is read, as a validated read gives.
-        values["updated_at"] = updated
-        slots[slot_id] = built(SlotRecord, values, _SLOT_FIELDS)
-    return slots
-
-
-def _spend(text: object) -> dict[str, ModelSpend]:
-    if type(text) is not str:
-        raise _Unchecked
-    try:
-        stored = from_json(text)
-    except ValueError:
-        raise _Unchecked from None
-    if type(stored) is not dict:
-        raise _Unchecked
-    spend = {}
-    for model, figures in stored.items():
-        if type(figures) is not list or len(figures) != 4:
-            raise _Unchecked
-        prompt, completion, requests, cost = figures
-        if not (
-            type(prompt) is int
-            and type(completion) is int
-            and type(requests) is int
-            and min(prompt, completion, requests) >= 0
-            and type(cost) in (int, float)
-        ):
-            raise _Unchecked
-        usage = built(
-            Usage,
-            {"prompt_tokens": prompt, "completion_tokens": completion, "requests": requests},
-            _USAGE_FIELDS,
-        )
-        spend[model] = built(ModelSpend, {"usage": usage, "cost": float(cost)}, _SPEND_FIELDS)
-    return spend
-
-
-def _fast(
-    row: Sequence[Any],
-    heads: dict[str, Any],
-    states: dict[str, dict[str, Any]],
-    updated: datetime,
-) -> CkptMeta | None:
-    """The record of a row whose every column has its written type; ``None`` otherwise."""
-    (
-        session_id,
-        ckpt_id,
-        parent,
-        turn,
-        created,
-        label,
-        source,
-        count,
-        prompt,
-        completion,
-        cost,
-        agent,
-        slot,
-        summary_turn,
-        memory,
-        _slots_json,
-        spend_text,
-        pending_text,
-    ) = row
-    if pending_text is not None:
-        return None  # rare; its state is parsed strictly by the validated path
-    ints = (turn, count, prompt, completion, memory)
-    if not (
-        all(type(n) is int for n in ints)
-        and type(session_id) is str
-        and type(ckpt_id) is str
-        and type(agent) is str
-        and type(slot) is str
-        and source in _SOURCES
-        and type(cost) is float
-        and isinstance(parent, _OPTIONAL_TEXT)
-        and isinstance(label, _OPTIONAL_TEXT)
-        and isinstance(summary_turn, _OPTIONAL_INT)
-        and type(summary_turn) is not bool
-    ):
-        return None
-    try:
-        values = {
-            "ckpt_id": ckpt_id,
-            "session_id": session_id,
-            "parent_ckpt_id": parent,
-            "turn_index": turn,
-            "created_at": _when(created),
-            "label": label,
-            "source": source,
-            "message_count": count,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "cost_usd": cost,
-            "agent_name": agent,
-            "current_slot_id": slot,
-            "last_summary_turn": summary_turn,
-            "memory_version": memory,
-            "slots": _slots(heads, session_id, states, updated),
-            "spend": _spend(spend_text),
-            "pending": None,
-        }
-    except _Unchecked:
-        return None
-    return built(CkptMeta, values, _CKPT_FIELDS)
 
 
 def _corrupt(row: dict[str, Any], what: str, exc: BaseException) -> CorruptRecordError:
@@ -356,43 +150,169 @@ def _states(conn: sqlite3.Connection, digests: set[str]) -> dict[str, dict[str, 
     return states
 
 
+def _heads(text: object, row: Sequence[Any]) -> dict[str, Any]:
+    """A row's ``slots_json``: slot id -> [head node, state digest]."""
+    try:
+        heads = from_json(text)  # type: ignore[arg-type]  # not text: a TypeError, reported
+        if type(heads) is not dict:
+            raise TypeError(f"an object was expected, not {type(heads).__name__}")
+        return heads
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(dict(zip(COLUMNS, row, strict=True)), "invalid slots JSON", exc) from exc
+
+
+class _Plans:
+    """What one read parsed and checked, for the row at hand: each text is parsed once for a
+    run of rows that repeat it (checkpoints without a turn between them are neighbours in
+    the listing); a row with texts of its own costs what building it straight would (no
+    cache to fill, nothing kept beyond the previous row)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.read_at = utcnow()
+        self.states: dict[str, dict[str, Any]] = {}  # as stored, for the validated path
+        self._checked: dict[str, dict[str, Any]] = {}  # of those, the ones that pass
+        self._slots: tuple[Any, Any, SlotPlan | None] = (None, None, None)
+        self._spend: tuple[Any, SpendPlan | None] = (None, None)
+        self._time: tuple[Any, datetime | None] = (None, None)
+
+    def heads(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        """A row's parsed ``slots_json``, its slot states read (raises CorruptRecordError)."""
+        heads = _heads(row[15], row)
+        states = self.states
+        missing = {
+            pair[1]
+            for pair in heads.values()
+            if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
+            and pair[1] not in states
+        }  # fmt: skip
+        if missing:
+            for digest, state in _states(self._conn, missing).items():
+                states[digest] = state
+                try:
+                    self._checked[digest] = checked_state(state)
+                except Unchecked:
+                    pass  # its checkpoints take the validated path, which names the problem
+        return heads
+
+    def slot_plan(self, row: tuple[Any, ...]) -> tuple[SlotPlan | None, bool]:
+        """The plan of a row's slots, and whether it is new (its values not handed out yet)."""
+        text, sid, plan = self._slots
+        if row[15] == text and row[0] == sid and text is not None:
+            return plan, False
+        sid = row[0]
+        heads = self.heads(row)
+        plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
+        self._slots = (row[15], sid, plan)
+        return plan, True
+
+    def spend_plan(self, text: object) -> SpendPlan | None:
+        """The plan of a ``spend_json`` text."""
+        last, plan = self._spend
+        if text != last or last is None:
+            plan = spend_plan(text)
+            self._spend = (text, plan)
+        return plan
+
+    def time(self, text: object) -> datetime | None:
+        """A ``created_at`` text as a time (``None``: not as written)."""
+        last, when = self._time
+        if text != last or last is None:
+            try:
+                when = stamp(text)
+            except Unchecked:
+                when = None
+            self._time = (text, when)
+        return when
+
+
 def read_checkpoints(
     conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
 ) -> list[CkptMeta]:
-    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
+    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``.
+
+    Raises:
+        CorruptRecordError: A row (or a slot state it names) is damaged: nothing is returned.
+    """
     sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
     cursor = conn.execute(
         sql if limit is None else sql + " LIMIT ?",
         tuple(params) if limit is None else (*params, limit),
     )
-    rows = [tuple(r) for r in cursor.fetchall()]
-    heads = [_heads(row) for row in rows]
-    digests = {
-        pair[1]
-        for slots in heads
-        for pair in slots.values()
-        if type(pair) is list and len(pair) == 2 and type(pair[1]) is str
-    }
-    states = _states(conn, digests)
-    checked = {}
-    for digest, state in states.items():
-        try:
-            checked[digest] = _slot_state(state)
-        except _Unchecked:
-            pass  # its checkpoints take the validated path, which names the problem
-    updated = utcnow()
-    records = []
+    rows: list[tuple[Any, ...]] = cursor.fetchall()
+    if rows and type(rows[0]) is not tuple:
+        rows = [tuple(r) for r in rows]  # another backend's row objects
     # Tens of thousands of small objects, none of them garbage: the cyclic collector would
     # rescan them over and over while they are made (it doubled the time of a long listing).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for row, slots in zip(rows, heads, strict=True):
-            record = _fast(row, slots, checked, updated)
-            if record is None:
-                record = _validated(dict(zip(COLUMNS, row, strict=True)), states)
-            records.append(record)
+        return _records(conn, rows)
     finally:
         if collecting:
             gc.enable()
+
+
+def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[CkptMeta]:
+    plans = _Plans(conn)
+    slot_plan_of, spend_plan_of, time_of = plans.slot_plan, plans.spend_plan, plans.time
+    written, sources = _WRITTEN_TYPES, _SOURCES
+    ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
+    records = []
+    for row in rows:
+        record = None
+        if tuple(map(type, row)) in written and row[6] in sources:
+            slots_of, fresh = slot_plan_of(row)
+            spend_of = spend_plan_of(row[16])
+            when = time_of(row[4])
+            if slots_of is not None and spend_of is not None and when is not None:
+                slots = {}
+                for slot_id, values, pinned in slots_of:
+                    # The first record of a plan takes its values (no user code runs before
+                    # the read returns); the next ones copy them and get lists of their own.
+                    own = values if fresh else values.copy()
+                    own["pinned_ids"] = list(pinned)
+                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+                spend = {
+                    model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
+                    for model, usage, spent in spend_of
+                }
+                record = built(
+                    CkptMeta,
+                    {
+                        "ckpt_id": row[1],
+                        "session_id": row[0],
+                        "parent_ckpt_id": row[2],
+                        "turn_index": row[3],
+                        "created_at": when,
+                        "label": row[5],
+                        "source": row[6],
+                        "message_count": row[7],
+                        "prompt_tokens": row[8],
+                        "completion_tokens": row[9],
+                        "cost_usd": row[10],
+                        "agent_name": row[11],
+                        "current_slot_id": row[12],
+                        "last_summary_turn": row[13],
+                        "memory_version": row[14],
+                        "slots": slots,
+                        "spend": spend,
+                        "pending": None,
+                    },
+                    ckpt_fields.copy(),
+                )
+        if record is None:
+            plans.heads(row)  # the slot states it names, for the validated read
+            record = _validated(dict(zip(COLUMNS, row, strict=True)), plans.states)
+        records.append(record)
     return records
+
+
+def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The id of ``session_id``'s newest checkpoint, or ``None``: the first entry of the
+    listing's index, no record read."""
+    found = conn.execute(
+        "SELECT ckpt_id FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return None if found is None else str(found[0])

@@ -168,6 +168,10 @@ class AsyncCheckpointStore(Protocol):
         """Async :meth:`~agcore_lab.store.base.Store.get_checkpoint`."""
         ...
 
+    async def alatest_checkpoint_id(self, session_id: str) -> str | None:
+        """Async :meth:`~agcore_lab.store.base.Store.latest_checkpoint_id`."""
+        ...
+
     async def adelete_checkpoints(
         self, session_id: str, ckpt_ids: Sequence[str] | None = None
     ) -> int:

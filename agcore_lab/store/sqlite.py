@@ -44,7 +44,7 @@ from agcore_lab.store._chains import (
     read_chain_tail,
 )
 from agcore_lab.store._changes import log_change, read_changes
-from agcore_lab.store._checkpoint_rows import read_checkpoints
+from agcore_lab.store._checkpoint_rows import latest_checkpoint_id, read_checkpoints
 from agcore_lab.store._checkpoints import (
     INSERT_SLOT,
     UPSERT_SLOT,
@@ -368,6 +368,12 @@ class SqliteStore(SqliteConnection):
             lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]), "checkpoints", ckpt_id
         )
         return found[0] if found else None
+
+    def latest_checkpoint_id(self, session_id: str) -> str | None:
+        """The id of a session's newest checkpoint, or ``None`` (one index probe)."""
+        return self._locked_read(
+            lambda conn: latest_checkpoint_id(conn, session_id), "checkpoints", session_id
+        )
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""

@@ -213,6 +213,9 @@ class ThreadedAsyncStore:
     async def aget_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         return await self._run(self._store.get_checkpoint, ckpt_id)
 
+    async def alatest_checkpoint_id(self, session_id: str) -> str | None:
+        return await self._run(self._store.latest_checkpoint_id, session_id)
+
     async def adelete_checkpoints(
         self, session_id: str, ckpt_ids: Sequence[str] | None = None
     ) -> int:

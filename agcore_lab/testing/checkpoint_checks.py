@@ -128,7 +128,8 @@ def check_checkpoint_round_trip(store: Store) -> None:
 
 def check_checkpoints_newest_first_and_delete(store: Store) -> None:
     """Checkpoints list newest first (per session, or of all sessions), ``limit`` keeps the
-    newest; deleting some or all of a session's leaves the others' alone."""
+    newest and ``latest_checkpoint_id`` names it; deleting some or all of a session's leaves
+    the others' alone."""
     for sid in ("s1", "s2"):
         store.create_session(session_record(sid))
     made = [_ckpt("s1" if i % 2 == 0 else "s2", turn_index=i) for i in range(6)]
@@ -142,9 +143,13 @@ def check_checkpoints_newest_first_and_delete(store: Store) -> None:
     expect_equal(
         [c.ckpt_id for c in store.list_checkpoints("s2", limit=2)], [ids[5], ids[3]], "limit"
     )
+    expect_equal(store.latest_checkpoint_id("s1"), ids[4], "latest_checkpoint_id")
+    expect_equal(store.latest_checkpoint_id("s2"), ids[5], "latest_checkpoint_id of another")
+    expect_equal(store.latest_checkpoint_id("ses_none"), None, "latest of an unknown session")
     expect_equal(store.delete_checkpoints("s1", [ids[0]]), 1, "deleting one")
     expect_equal(store.get_checkpoint(ids[0]), None, "a deleted checkpoint")
     expect_equal(store.delete_checkpoints("s1"), 2, "deleting the rest of a session's")
+    expect_equal(store.latest_checkpoint_id("s1"), None, "latest of a session without any")
     expect_equal(len(store.list_checkpoints("s2")), 3, "another session's checkpoints")
 
 

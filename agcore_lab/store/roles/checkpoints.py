@@ -48,6 +48,12 @@ class CheckpointStore(Protocol):
         """One checkpoint by id, or ``None``."""
         ...
 
+    def latest_checkpoint_id(self, session_id: str) -> str | None:
+        """The id of a session's newest checkpoint (``None``: it has none, or no such
+        session) — what ``list_checkpoints(session_id, limit=1)[0].ckpt_id`` gives, without
+        reading the record."""
+        ...
+
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some (or all) of a session's checkpoints; return how many."""
         ...

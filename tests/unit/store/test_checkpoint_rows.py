@@ -84,6 +84,9 @@ def test_listed_records_behave_like_validated_ones(tmp_path: Path) -> None:
         ("cost_usd = 'free'", "cost_usd"),
         ("source = 'elsewhere'", "source"),
         ("spend_json = '{\"scripted\": [1, 2]}'", "spend"),
+        ("created_at = '2026-13-01T00:00:00+00:00'", "created_at"),
+        ("label = x'ff'", "label"),
+        ("slots_json = '{\"main\": [null, 7]}'", "slots"),
     ],
 )
 def test_a_row_of_the_wrong_type_is_validated_and_named(
@@ -101,3 +104,85 @@ def test_a_row_of_the_wrong_type_is_validated_and_named(
     assert caught.value.to_problem()["key"] == newest
     assert named in str(caught.value) or "spend JSON" in str(caught.value)
     assert len(SqliteStore(path).list_checkpoints(sid, before=newest)) == 4  # the rest reads
+
+
+def _copies(path: Path) -> tuple[SqliteStore, str, CkptMeta]:
+    # Three checkpoints with the same slots and spend JSON (manual ones without a turn
+    # between them), one of them pinned: a read parses each text once.
+    manager, sid = _lab(path)
+    session = manager.get_sync(sid)
+    assert session.current_slot.messages
+    for label in ("a", "b", "c"):
+        manager.checkpoint_sync(sid, label=label)
+    store = manager.store
+    assert isinstance(store, SqliteStore)
+    return store, sid, store.list_checkpoints(sid, limit=1)[0]
+
+
+def test_records_of_the_same_stored_text_share_nothing_a_user_can_change(tmp_path: Path) -> None:
+    store, sid, _ = _copies(tmp_path / "l.db")
+    c, b, a = store.list_checkpoints(sid, limit=3)
+    texts = store.connection.execute(
+        "SELECT DISTINCT slots_json, spend_json FROM checkpoints WHERE ckpt_id IN (?, ?, ?)",
+        (a.ckpt_id, b.ckpt_id, c.ckpt_id),
+    ).fetchall()
+    assert len(texts) == 1 and c.slots["side"].pinned_ids  # one text each, a pinned slot
+    assert c.slots is not b.slots and c.spend is not b.spend
+    c.slots["side"].pinned_ids.append("msg_x")
+    c.slots["side"].recent_window = 99
+    c.slots.pop("main")
+    c.spend["scripted"].cost = 5.0
+    c.model_fields_set.discard("label")
+    c.slots["side"].model_fields_set.discard("mode")
+    assert "msg_x" not in b.slots["side"].pinned_ids and b.slots["side"].recent_window == 4
+    assert set(b.slots) == {"main", "side"} and b.spend["scripted"].cost == 0.0
+    assert "label" in b.model_fields_set and "mode" in b.slots["side"].model_fields_set
+    assert [_fields(r) for r in (b, a)] == [_fields(r) for r in _validated_listing(store, sid)[1:3]]
+
+
+def test_the_same_slots_text_in_two_sessions_names_each_session(tmp_path: Path) -> None:
+    store, sid, template = _copies(tmp_path / "l.db")
+    store.create_session(
+        store.get_session(sid).model_copy(update={"session_id": "ses_other"})  # type: ignore[union-attr]
+    )
+    other = template.model_copy(update={"ckpt_id": "ckpt_zzz_other", "session_id": "ses_other"})
+    store.put_checkpoint(other)
+    newest = store.list_checkpoints(None, limit=2)
+    assert [c.session_id for c in newest] == ["ses_other", sid]
+    assert {s.session_id for s in newest[0].slots.values()} == {"ses_other"}
+    assert {s.session_id for s in newest[1].slots.values()} == {sid}
+
+
+def test_a_row_pydantic_would_coerce_reads_as_a_validated_read_gives_it(tmp_path: Path) -> None:
+    # A hand edit that full validation accepts (a number stored as text): that row takes the
+    # validated path, the rows around it the fast one, and the listing is the validated one.
+    path = tmp_path / "l.db"
+    manager, sid = _lab(path)
+    middle = manager.store.list_checkpoints(sid)[2]
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "UPDATE checkpoints SET turn_index = ?, cost_usd = 0 WHERE ckpt_id = ?",
+        (str(middle.turn_index), middle.ckpt_id),
+    )
+    raw.commit()
+    raw.close()
+    store = SqliteStore(path)
+    listed = store.list_checkpoints(sid)
+    assert listed[2].turn_index == middle.turn_index and type(listed[2].cost_usd) is float
+    assert [_fields(c) for c in listed] == [_fields(c) for c in _validated_listing(store, sid)]
+
+
+def test_a_clean_listing_validates_no_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agcore_lab.store import _checkpoint_rows
+
+    store, sid, _ = _copies(tmp_path / "l.db")
+    validated: list[str] = []
+    real = _checkpoint_rows._validated
+
+    def counting(row: dict[str, object], states: dict[str, object]) -> CkptMeta:
+        validated.append(str(row["ckpt_id"]))
+        return real(row, states)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_checkpoint_rows, "_validated", counting)
+    listed = store.list_checkpoints(sid)
+    assert len(listed) == 8 and validated == []
