@@ -33,6 +33,7 @@ from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.window import MessageWindow
+from agcore_lab.store._trusted import trusted
 from agcore_lab.store.base import LinkRecord, SlotMode, SlotRecord
 
 __all__ = [
@@ -270,20 +271,25 @@ class ContextSlot:
 
     def to_record(self, session_id: str) -> SlotRecord:
         """The stored form of this slot."""
-        return SlotRecord(
-            session_id=session_id,
-            slot_id=self.slot_id,
-            parent_slot_id=self.parent_slot_id,
-            fork_point=self.fork_point,
-            merge_base=self.merge_base,
-            mode=self.mode.value,
-            head_node_id=self.head_node_id,
-            summary_override=self.summary_override,
-            pinned_ids=list(self.pinned_ids),
-            recent_window=self.recent_window,
-            created_at=self.created_at,
-            updated_at=utcnow(),
-            merge_strategy=self.merge_strategy.value if self.merge_strategy else None,
+        # The slot's fields were checked when it was made: no validation pass (a record is
+        # built at every commit and checkpoint).
+        return trusted(
+            SlotRecord,
+            {
+                "session_id": session_id,
+                "slot_id": self.slot_id,
+                "parent_slot_id": self.parent_slot_id,
+                "fork_point": self.fork_point,
+                "merge_base": self.merge_base,
+                "mode": SlotMode(self.mode),
+                "head_node_id": self.head_node_id,
+                "summary_override": self.summary_override,
+                "pinned_ids": list(self.pinned_ids),
+                "recent_window": self.recent_window,
+                "created_at": self.created_at,
+                "updated_at": utcnow(),
+                "merge_strategy": self.merge_strategy.value if self.merge_strategy else None,
+            },
         )
 
     @classmethod

@@ -37,6 +37,7 @@ from agcore_lab.errors import (
     SessionNotFoundError,
 )
 from agcore_lab.ids import new_id, utcnow
+from agcore_lab.store._trusted import trusted
 from agcore_lab.store.aio import AsyncStore
 from agcore_lab.store.base import CheckpointSource, CkptMeta, SessionRecord, Store
 from agcore_lab.store.pending import PendingToolCall
@@ -145,27 +146,31 @@ class Checkpointer(RollbackSteps):
         if pending is True:
             pending = session.pending_tool_call()
         waiting = pending if isinstance(pending, PendingToolCall) else None
-        return CkptMeta(
-            ckpt_id=new_id("ckpt"),
-            session_id=session.session_id,
-            parent_ckpt_id=parent,
-            turn_index=session.turn_index,
-            label=label,
-            source=source,
-            message_count=len(session.current_slot.messages),
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cost_usd=session.cost_so_far,
-            agent_name=session.agent.name,
-            current_slot_id=session.current_slot_id,
-            last_summary_turn=session.last_summary_turn,
-            memory_version=memory_version,
-            slots={sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
-            spend=dict(session.cost_tracker.by_model),
-            pending=waiting
+        # Built from the session's own, already validated state (records, counters): no
+        # validation pass (one per checkpoint, so one per dispatch child and per turn).
+        fields = {
+            "ckpt_id": new_id("ckpt"),
+            "session_id": session.session_id,
+            "parent_ckpt_id": parent,
+            "turn_index": int(session.turn_index),
+            "created_at": utcnow(),
+            "label": label,
+            "source": source,
+            "message_count": len(session.current_slot.messages),
+            "prompt_tokens": int(usage.prompt_tokens),
+            "completion_tokens": int(usage.completion_tokens),
+            "cost_usd": float(session.cost_so_far),
+            "agent_name": session.agent.name,
+            "current_slot_id": session.current_slot_id,
+            "last_summary_turn": session.last_summary_turn,
+            "memory_version": int(memory_version),
+            "slots": {sid: s.to_record(session.session_id) for sid, s in session.slots.items()},
+            "spend": dict(session.cost_tracker.by_model),
+            "pending": waiting
             if waiting is not None and waiting.status == "PENDING_APPROVAL"
             else None,
-        )
+        }
+        return trusted(CkptMeta, fields)
 
     async def checkpoint(
         self,
@@ -187,8 +192,11 @@ class Checkpointer(RollbackSteps):
     def first_meta(self, session: AgentSession, label: str = "start") -> CkptMeta:
         """The first checkpoint of a session being created (no parent), for
         ``AgentSession(first_checkpoint=...)`` to store with the session in one write;
-        announce it with :meth:`announce` once the session is stored."""
-        return self._meta(session, label=label, source="auto", parent=None)
+        announce it with :meth:`announce` once the session is stored. A session being
+        created has written no memory and waits on no call: nothing is read."""
+        return self._meta(
+            session, label=label, source="auto", parent=None, memory_version=0, pending=None
+        )
 
     def turn_meta(self, session: AgentSession, pending: PendingToolCall | None) -> CkptMeta:
         """The automatic checkpoint after a turn, built from ``session`` as the turn's commit

@@ -58,6 +58,7 @@ from agcore_lab.engine.dispatch_types import (
 from agcore_lab.engine.oplog import log_op
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.usage import Usage
+from agcore_lab.store._trusted import trusted
 from agcore_lab.store.base import MemoryEntry, Store
 
 if TYPE_CHECKING:
@@ -185,12 +186,16 @@ class Dispatcher:
         if summary is None:
             summary = response[:SUMMARY_CHARS]
             child.session_memory.set(RESULT_SUMMARY_KEY, summary, {"written_by": "dispatch"})
-        return SubTaskResult(
-            child_id=child.session_id,
-            task=task,
-            response=response,
-            usage=usage,
-            summary=summary if isinstance(summary, str) else json.dumps(summary),
+        # Built from the child's own turn result (already checked): no validation pass.
+        return trusted(
+            SubTaskResult,
+            {
+                "child_id": child.session_id,
+                "task": task,
+                "response": response,
+                "usage": usage,
+                "summary": summary if isinstance(summary, str) else json.dumps(summary),
+            },
         )
 
     async def dispatch(

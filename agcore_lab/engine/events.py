@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
-from agcore_lab.engine.oplog import log_event
+from agcore_lab.engine.oplog import log_event, logs_event
 from agcore_lab.engine.records import EventKind, ManagerEvent
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.store.base import ChangeRecord, Store
@@ -20,6 +20,8 @@ from agcore_lab.store.base import ChangeRecord, Store
 __all__ = ["EventHub"]
 
 logger = logging.getLogger("agcore_lab")
+
+_KINDS = frozenset(get_args(EventKind))
 
 
 class EventHub:
@@ -74,6 +76,8 @@ class EventHub:
 
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""
+        if not self._listeners and kind in _KINDS and not logs_event(kind):
+            return  # nobody listens and nothing is logged: no event object (one per write)
         event = ManagerEvent(kind=kind, session_id=session_id, **fields)
         log_event(event)  # structured logging of the key operations (engine/oplog.py)
         for listener in list(self._listeners):

@@ -19,7 +19,7 @@ from typing import Any
 
 from agcore_lab.engine.records import ManagerEvent
 
-__all__ = ["OPS_LOGGER", "log_event", "log_op"]
+__all__ = ["OPS_LOGGER", "log_event", "log_op", "logs_event"]
 
 OPS_LOGGER = logging.getLogger("agcore_lab.ops")
 
@@ -42,6 +42,11 @@ def log_op(op: str, message: str, *, level: int = logging.INFO, **ids: Any) -> N
     if OPS_LOGGER.isEnabledFor(level):
         fields = {k: v for k, v in ids.items() if v is not None}
         OPS_LOGGER.log(level, message, extra={"agcore_op": op, **fields})
+
+
+def logs_event(kind: str) -> bool:
+    """Whether :func:`log_event` would log an event of this kind (its level is enabled)."""
+    return OPS_LOGGER.isEnabledFor(_EVENTS.get(kind, (logging.INFO, ""))[0])
 
 
 def log_event(event: ManagerEvent) -> None:

@@ -200,7 +200,7 @@ class ScriptedModel:
         count = len(messages)
         with self._lock:
             known, total, probes = self._memo
-            if not (known and count >= known and probes == _probes(messages, known)):
+            if not (known and count >= known and _same(probes, _probes(messages, known))):
                 known, total = self._earlier(messages)
             if count > known:
                 total += estimate_messages_tokens(messages[known:])
@@ -217,7 +217,7 @@ class ScriptedModel:
         # also for the same messages read back from a store), else (0, 0).
         for end in range(len(messages), max(len(messages) - look_back, 0), -1):
             entry = self._totals.get(messages[end - 1].id)
-            if entry is not None and entry[0] == end and entry[2] == _probes(messages, end):
+            if entry is not None and entry[0] == end and _same(entry[2], _probes(messages, end)):
                 return entry[0], entry[1]
         return 0, 0
 
@@ -265,6 +265,14 @@ def _probes(messages: Sequence[Message], count: int) -> tuple[Message, ...]:
     if not count:
         return ()
     return (messages[0], messages[count // 2], messages[count - 1])
+
+
+def _same(one: tuple[Message, ...], other: tuple[Message, ...]) -> bool:
+    # ``one == other``, but messages of different ids are told apart by their ids (a model
+    # comparison costs microseconds; another session's conversation never matches).
+    return len(one) == len(other) and all(
+        a is b or (a.id == b.id and a == b) for a, b in zip(one, other, strict=True)
+    )
 
 
 def _fallback(messages: Sequence[Message]) -> str:

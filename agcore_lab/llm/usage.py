@@ -42,11 +42,31 @@ class Usage(CheckedModel):
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            requests=self.requests + other.requests,
+        if not isinstance(other, Usage):
+            return NotImplemented
+        # Sums of two checked usages are checked already: no validation pass (a turn adds
+        # usages several times).
+        total = Usage.__new__(Usage)
+        _fill(
+            total,
+            {
+                "prompt_tokens": self.prompt_tokens + other.prompt_tokens,
+                "completion_tokens": self.completion_tokens + other.completion_tokens,
+                "requests": self.requests + other.requests,
+            },
         )
+        return total
+
+
+_FIELDS = frozenset(("prompt_tokens", "completion_tokens", "requests"))
+_set = object.__setattr__
+
+
+def _fill(usage: Usage, values: dict[str, int]) -> None:
+    _set(usage, "__dict__", values)
+    _set(usage, "__pydantic_fields_set__", set(_FIELDS))
+    _set(usage, "__pydantic_extra__", None)
+    _set(usage, "__pydantic_private__", None)
 
 
 class ModelPrice(CheckedModel):
@@ -143,8 +163,11 @@ class CostTracker(BaseModel):
     @property
     def usage(self) -> Usage:
         """Usage summed over all models."""
+        spends = list(self.by_model.values())
+        if len(spends) == 1:
+            return spends[0].usage  # immutable: the one model's usage is the total
         total = Usage()
-        for spend in self.by_model.values():
+        for spend in spends:
             total = total + spend.usage
         return total
 

@@ -404,3 +404,28 @@ def test_unknown_strategies_raise_invalid_input_and_change_nothing() -> None:
     ):
         with pytest.raises(InvalidInputError, match="unknown merge strategy"):
             bad()
+
+
+def test_a_slot_record_is_what_a_validation_of_its_fields_gives() -> None:
+    # to_record builds the record without a validation pass: it must hold exactly what a
+    # validated record of the same fields holds (types included), and store and load alike.
+    from agcore_lab.store.base import SessionRecord, SlotRecord
+
+    slot = ContextSlot(
+        "side",
+        mode=SlotMode.Focused,
+        pinned_ids=["m1"],
+        recent_window=4,
+        parent_slot_id="main",
+        fork_point=2,
+        merge_strategy=MergeStrategy.Replace,
+    )
+    record = slot.to_record("ses_x")
+    checked = SlotRecord.model_validate(record.model_dump())
+    assert record == checked and record.model_fields_set == checked.model_fields_set
+    assert type(record.mode) is SlotMode and record.merge_strategy == "replace"
+    assert record.pinned_ids == ["m1"] and record.pinned_ids is not slot.pinned_ids
+    store = SqliteStore(":memory:")
+    store.create_session(SessionRecord(session_id="ses_x", agent_name="a"), slots=[record])
+    (stored,) = store.load_slots("ses_x")
+    assert stored == record

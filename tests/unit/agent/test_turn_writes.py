@@ -124,3 +124,16 @@ def test_a_failed_turn_leaves_the_history_and_earlier_requests_as_they_were(
     assert [m.text for m in seen[-1].request_messages][-1] == "four"
     stored = store.list_calls(session.session_id)
     assert [c.status for c in stored] == ["ok", "ok", "error", "ok"]
+
+
+def test_every_lease_has_a_holder_name_of_its_own() -> None:
+    import os
+    import socket
+
+    from agcore_lab.agent.lease import new_holder
+
+    holders = [new_holder() for _ in range(2000)]
+    assert len(set(holders)) == len(holders)
+    host, pid, token = holders[0].rsplit(":", 2)
+    assert (host, pid) == (socket.gethostname(), str(os.getpid()))
+    assert len(token) == 8 and int(token, 16) >= 0

@@ -73,3 +73,22 @@ def test_nothing_is_formatted_when_the_logger_is_off(caplog: pytest.LogCaptureFi
     sid = manager.create_sync(Agent(name="w", model=ScriptedModel()))
     manager.submit_turn_sync(sid, "hi")
     assert _ops(caplog) == []
+
+
+def test_each_kind_is_logged_at_its_own_level_with_or_without_listeners(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # With no listener an event is only built when its kind's level is enabled; a listener
+    # added later gets every event again.
+    caplog.set_level(logging.INFO, logger="agcore_lab.ops")
+    manager = SessionManager(SqliteStore(":memory:"))
+    sid = manager.create_sync(Agent(name="w", model=ScriptedModel()))
+    manager.submit_turn_sync(sid, "hi")
+    assert [op for op, _, _ in _ops(caplog)] == ["created"]  # turn, checkpoint: DEBUG
+    seen: list[tuple[str, str]] = []
+    manager.add_listener(lambda event: seen.append((event.kind, event.session_id)))
+    manager.submit_turn_sync(sid, "again")
+    assert seen == [("turn", sid), ("checkpoint", sid)]
+    assert [op for op, _, _ in _ops(caplog)] == ["created"]
+    with pytest.raises(ValueError, match="kind"):
+        SessionManager(SqliteStore(":memory:")).emit("no such kind", sid)  # type: ignore[arg-type]

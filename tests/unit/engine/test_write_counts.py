@@ -168,3 +168,73 @@ def test_a_turn_waiting_for_approval_is_checkpointed_with_its_call_in_its_commit
     assert _same_checkpoint(a, b) == {}
     # The approval continues from it as from any checkpoint.
     assert folded.resume_sync(one, call.run_id, call.interrupt_id, "approve").reply == "ok"
+
+
+def _reads_outside_writes(statements: list[str]) -> list[str]:
+    reads, inside = [], False
+    for statement in statements:
+        if statement.startswith("BEGIN"):
+            inside = True
+        elif statement in ("COMMIT", "ROLLBACK"):
+            inside = False
+        elif not inside:
+            reads.append(" ".join(statement.split()))
+    return reads
+
+
+def test_a_dispatch_child_reads_only_what_it_cannot_know(tmp_path: Path) -> None:
+    # A child being created has written no memory and waits on no call: its start
+    # checkpoint reads nothing. Left: is the parent there, and did the child's turn write
+    # its own result summary (another writer may have)?
+    store = SqliteStore(tmp_path / "r.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    statements = _writes(store)
+    result = manager.dispatch_sync(lead, Agent(name="w", model=ScriptedModel(["done"])), "go")
+    store.connection.set_trace_callback(None)
+    assert _reads_outside_writes(statements) == [
+        f"SELECT version FROM sessions WHERE session_id = '{lead}'",
+        f"SELECT coalesce(max(version), 0) FROM memory_log WHERE session_id = '{result.child_id}'",
+    ]
+    after, start = manager.checkpointer.list_checkpoints_sync(result.child_id)
+    assert (start.label, start.memory_version, start.pending, start.turn_index) == (
+        "start",
+        0,
+        None,
+        0,
+    )
+    assert start.slots["main"].head_node_id is None and start.message_count == 0
+    assert after.slots["main"].head_node_id is not None and after.message_count == 2
+
+
+def test_a_start_checkpoint_restores_an_empty_session(tmp_path: Path) -> None:
+    # The start checkpoint is built without reading the store; rolling back to it still
+    # gives the session as it was created (no messages, no memory, no pending call).
+    store = SqliteStore(tmp_path / "s.db")
+    manager = SessionManager(store)
+    sid = manager.create_sync(Agent(name="a", model=ScriptedModel()))
+    session = manager.get_sync(sid)
+    session.session_memory.set("note", "later")
+    manager.submit_turn_sync(sid, "hello")
+    start = manager.checkpointer.list_checkpoints_sync(sid)[-1]
+    manager.checkpointer.rollback_sync(sid, start.ckpt_id)
+    session = manager.get_sync(sid)
+    assert session.current_slot.messages == [] and session.turn_index == 0
+    assert session.session_memory.to_dict() == {}
+    assert session.pending_tool_call() is None
+
+
+def test_checkpoint_records_are_what_a_validation_of_their_fields_gives(tmp_path: Path) -> None:
+    # Built from the session's own state without a validation pass: the same record (types
+    # and all) as a validated one, for a start checkpoint and an after-turn one.
+    manager = SessionManager(SqliteStore(tmp_path / "v.db"))
+    sid = manager.create_sync(Agent(name="a", model=ScriptedModel()))
+    session = manager.get_sync(sid)
+    made = [manager.checkpointer.first_meta(session)]
+    manager.submit_turn_sync(sid, "hello")
+    made.append(manager.checkpointer.turn_meta(session, None))
+    for meta in made:
+        checked = CkptMeta.model_validate(meta.model_dump())
+        assert meta == checked and meta.model_fields_set == checked.model_fields_set
+        assert type(meta.cost_usd) is float and type(meta.turn_index) is int
+    assert (made[0].memory_version, made[0].turn_index, made[1].turn_index) == (0, 0, 1)

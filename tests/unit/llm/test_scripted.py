@@ -238,3 +238,14 @@ def test_prompt_tokens_after_going_back_to_an_earlier_conversation() -> None:
     for messages in sequences:
         got = asyncio.run(model.complete(messages)).usage.prompt_tokens
         assert got == estimate_messages_tokens(messages)
+
+
+def test_a_message_edited_under_its_id_is_not_taken_for_the_original() -> None:
+    # Probes tell messages apart by id first; the same id with other content is still a
+    # different conversation, estimated afresh.
+    history = [UserMessage(content=f"turn {i} " * (i % 4 + 1)) for i in range(12)]
+    edited = [*history[:11], history[11].model_copy(update={"content": "much longer " * 40})]
+    model = ScriptedModel()
+    for messages in (history, edited, history):
+        got = asyncio.run(model.complete(messages)).usage.prompt_tokens
+        assert got == estimate_messages_tokens(messages)

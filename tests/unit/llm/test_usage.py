@@ -23,6 +23,12 @@ def test_usage_adds_field_by_field() -> None:
     assert total == Usage(prompt_tokens=13, completion_tokens=7, requests=3)
     assert total.total_tokens == 20
     assert Usage() + Usage() == Usage()
+    # A sum is a Usage like any other: it serializes, compares and adds on the same way.
+    assert Usage.model_validate_json(total.model_dump_json()) == total
+    assert total.model_fields_set == {"prompt_tokens", "completion_tokens", "requests"}
+    assert (total + Usage(requests=1)).requests == 4
+    with pytest.raises(TypeError):
+        total + 1  # type: ignore[operator]
 
 
 def test_usage_rejects_negative_counts() -> None:
