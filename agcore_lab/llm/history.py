@@ -1,0 +1,267 @@
+"""``MessageHistory``: a slot's history, compact in memory, behaving as a list of messages.
+
+A pydantic message costs about four times its text in RAM (the instance, its ``__dict__``,
+its id string, its ``datetime``, the metadata dict ...): a session of 10,000 turns loaded from
+the store kept 15.6 MB for 3.8 MB of text. Most stored messages are plain — a role, a text, an
+id and a time — so a history keeps those in columns: the texts in one list, the ids in one
+``bytes`` (they all have the same length), the times in an ``array`` of microseconds and the
+roles in one byte each. Everything else (tool calls, tool results, metadata, names) stays a
+message object. A message of the columns is built when it is read, with no validation (its
+values were validated when it was stored), and equals the message that was stored.
+
+While a built message is alive, reading the same position gives the same object (a weak
+cache), so ``history[i] is history[i]`` and code that checks identity (the request hash, the
+model's prefix memo) behaves as on a list; when nothing holds it any more, it is freed.
+
+A history is a :class:`~collections.abc.Sequence` that is only ever appended to (a slot that
+shortens or rewrites its history gets a new one: :meth:`MessageHistory.prefix`). ``len``,
+indexing (negative too), iteration, ``==`` against a list, ``+`` and ``append``/``extend`` behave
+as on a list; a slice is a plain ``list``. Appended messages are kept as they are.
+
+Example:
+    >>> from agcore_lab.llm.messages import UserMessage
+    >>> history = MessageHistory.compact([UserMessage(content="a"), UserMessage(content="b")])
+    >>> history.append(UserMessage(content="c"))
+    >>> [m.text for m in history], len(history.prefix(2))
+    (['a', 'b', 'c'], 2)
+    >>> history[0] is history[0]
+    True
+"""
+
+from __future__ import annotations
+
+import weakref
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, overload
+
+from agcore_lab.llm.messages import AssistantMessage, Message, SystemMessage, UserMessage
+
+__all__ = ["MessageHistory"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+_KINDS: tuple[type[Message], ...] = (SystemMessage, UserMessage, AssistantMessage)
+_CODES = {kind: code for code, kind in enumerate(_KINDS, start=1)}
+_ROLES = [kind.model_fields["role"].default for kind in _KINDS]
+_SPECIAL = 0
+# The fields a plain stored message was built with (the store's rows give exactly these).
+_PLAIN_FIELDS = frozenset({"id", "role", "content", "created_at"})
+_FIELDS_SET = {kind: set(_PLAIN_FIELDS) for kind in _KINDS}  # one set per kind, shared
+_DEFAULTS = {
+    kind: {
+        n: f.default
+        for n, f in kind.model_fields.items()
+        if n not in _PLAIN_FIELDS and n != "metadata"
+    }
+    for kind in _KINDS
+}
+_set = object.__setattr__
+
+
+class _Columns:
+    """Messages ``0 .. n-1`` of a history in columns; never changed once built (histories
+    that share a prefix share one ``_Columns``)."""
+
+    __slots__ = ("__weakref__", "alive", "codes", "contents", "ids", "micros", "special", "width")
+
+    def __init__(self, messages: Iterable[Message]) -> None:
+        codes, contents, ids, micros = bytearray(), [], [], array("q")
+        special: dict[int, Message] = {}
+        width = 0
+        for index, message in enumerate(messages):
+            code = _code(message)
+            if code:
+                mid = message.id
+                if not width:
+                    width = len(mid)
+                if len(mid) == width and mid.isascii():
+                    codes.append(code)
+                    contents.append(message.content)
+                    ids.append(mid)
+                    micros.append((message.created_at - _EPOCH) // _MICRO)
+                    continue
+            codes.append(_SPECIAL)
+            contents.append(None)
+            ids.append("\0" * width if width else "")
+            micros.append(0)
+            special[index] = message
+        if any(len(i) != width for i in ids):  # specials before the first plain message
+            ids = [i.ljust(width, "\0") for i in ids]
+        self.codes = bytes(codes)
+        self.contents: list[str | None] = contents
+        self.ids = "".join(ids).encode("ascii")
+        self.width = width
+        self.micros = micros
+        self.special = special
+        self.alive: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def message(self, index: int) -> Message:
+        found = self.alive.get(index)
+        if found is not None:
+            return found
+        code = self.codes[index]
+        if code == _SPECIAL:
+            return self.special[index]
+        kind = _KINDS[code - 1]
+        start = index * self.width
+        values: dict[str, Any] = {
+            # In the fields' order, as a validation would have made them.
+            "id": self.ids[start : start + self.width].decode("ascii"),
+            "created_at": _EPOCH + timedelta(microseconds=self.micros[index]),
+            "metadata": {},
+            "role": _ROLES[code - 1],
+            "content": self.contents[index],
+            **_DEFAULTS[kind],
+        }
+        built = kind.__new__(kind)
+        _set(built, "__dict__", values)
+        _set(built, "__pydantic_fields_set__", _FIELDS_SET[kind])
+        _set(built, "__pydantic_extra__", None)
+        _set(built, "__pydantic_private__", None)
+        self.alive[index] = built
+        return built
+
+    def message_id(self, index: int) -> str:
+        if self.codes[index] == _SPECIAL:
+            return self.special[index].id
+        start = index * self.width
+        return self.ids[start : start + self.width].decode("ascii")
+
+
+def _code(message: Message) -> int:
+    """The column code of a plain message (one rebuilt equal from its columns), else 0."""
+    code = _CODES.get(type(message), _SPECIAL)
+    if not code or message.model_fields_set != _PLAIN_FIELDS or message.metadata:
+        return _SPECIAL
+    if message.created_at.tzinfo is not UTC or message.__pydantic_extra__:
+        return _SPECIAL
+    if message.__pydantic_private__:
+        return _SPECIAL
+    values = message.__dict__
+    for name, default in _DEFAULTS[type(message)].items():
+        if values.get(name, default) != default:
+            return _SPECIAL
+    content = message.content
+    return code if content is None or type(content) is str else _SPECIAL
+
+
+class MessageHistory(Sequence[Message]):
+    """A slot's messages, oldest first: compact columns, then messages appended since.
+
+    Args:
+        messages: The messages; a ``list`` is used as it is (appends go to it), without
+            compacting. Use :meth:`compact` for a history read from a store.
+    """
+
+    __slots__ = ("_columns", "_count", "_tail")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._columns: _Columns | None = None
+        self._count = 0
+        self._tail: list[Message] = messages if type(messages) is list else list(messages)
+
+    @classmethod
+    def compact(cls, messages: Iterable[Message]) -> MessageHistory:
+        """A history of ``messages`` kept in columns (plain messages) and objects (the rest).
+
+        Reading a message back gives one equal to the one given (not the same object)."""
+        history = cls()
+        columns = _Columns(messages)
+        if len(columns):
+            history._columns, history._count = columns, len(columns)
+        return history
+
+    def prefix(self, count: int) -> MessageHistory:
+        """A new history of the first ``count`` messages, sharing this one's columns (no
+        message is built or copied)."""
+        history = MessageHistory.__new__(MessageHistory)
+        history._columns, history._count = self._columns, min(self._count, max(count, 0))
+        history._tail = self._tail[: max(count - self._count, 0)]
+        return history
+
+    def copy(self) -> MessageHistory:
+        """A new history of the same messages (appends to either do not reach the other)."""
+        return self.prefix(len(self))
+
+    def append(self, message: Message) -> None:
+        """Add ``message`` at the end."""
+        self._tail.append(message)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Add ``messages`` at the end."""
+        self._tail.extend(messages)
+
+    def message_id(self, index: int) -> str:
+        """The id of message ``index`` (negative counts from the end), without building it."""
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("message history index out of range")
+        if index < self._count:
+            assert self._columns is not None
+            return self._columns.message_id(index)
+        return self._tail[index - self._count].id
+
+    def __len__(self) -> int:
+        return self._count + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if 0 <= index < self._count:
+            assert self._columns is not None
+            return self._columns.message(index)
+        if index < 0:
+            raise IndexError("message history index out of range")
+        try:
+            return self._tail[index - self._count]
+        except IndexError:
+            raise IndexError("message history index out of range") from None
+
+    def __iter__(self) -> Iterator[Message]:
+        columns = self._columns
+        if columns is not None:
+            message = columns.message
+            for index in range(self._count):
+                yield message(index)
+        yield from self._tail
+
+    def __bool__(self) -> bool:
+        return self._count > 0 or bool(self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageHistory):
+            if (
+                other._columns is self._columns
+                and other._count == self._count
+                and other._tail == self._tail
+            ):
+                return True
+        elif not isinstance(other, list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # compares by content, like a list
+
+    def __add__(self, other: Iterable[Message]) -> list[Message]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Message]) -> list[Message]:
+        return [*other, *self]
+
+    def __repr__(self) -> str:
+        return f"MessageHistory({list(self)!r})"
