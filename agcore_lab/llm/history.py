@@ -64,23 +64,34 @@ class _Columns:
     """Messages ``0 .. n-1`` of a history in columns; never changed once built (histories
     that share a prefix share one ``_Columns``)."""
 
-    __slots__ = ("__weakref__", "alive", "codes", "contents", "ids", "micros", "special", "width")
+    __slots__ = (
+        "alive",
+        "codes",
+        "contents",
+        "ids",
+        "micros",
+        "special",
+        "tokens",
+        "width",
+    )
 
     def __init__(self, messages: Iterable[Message]) -> None:
         codes, contents, ids, micros = bytearray(), [], [], array("q")
         special: dict[int, Message] = {}
         width = 0
+        plain = _plain_code
         for index, message in enumerate(messages):
-            code = _code(message)
+            code = plain(message)
             if code:
-                mid = message.id
+                values = message.__dict__
+                mid = values["id"]
                 if not width:
                     width = len(mid)
                 if len(mid) == width and mid.isascii():
                     codes.append(code)
-                    contents.append(message.content)
+                    contents.append(values["content"])
                     ids.append(mid)
-                    micros.append((message.created_at - _EPOCH) // _MICRO)
+                    micros.append((values["created_at"] - _EPOCH) // _MICRO)
                     continue
             codes.append(_SPECIAL)
             contents.append(None)
@@ -96,6 +107,23 @@ class _Columns:
         self.micros = micros
         self.special = special
         self.alive: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
+        self.tokens: array[int] | None = None  # running totals of token estimates, when asked
+
+    def token_totals(self) -> array[int]:
+        """``totals[i]``: the estimated tokens of messages ``0 .. i-1`` (computed once)."""
+        if self.tokens is None:
+            from agcore_lab.llm.tokens import estimate_message_tokens
+
+            totals, total = array("q", [0]), 0
+            for index in range(len(self.codes)):
+                found = self.alive.get(index) or self.special.get(index)
+                if found is not None:
+                    total += found.token_estimate
+                else:
+                    total += estimate_message_tokens(self.message(index))
+                totals.append(total)
+            self.tokens = totals
+        return self.tokens
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -133,21 +161,29 @@ class _Columns:
         return self.ids[start : start + self.width].decode("ascii")
 
 
-def _code(message: Message) -> int:
+def _plain_code(message: Message) -> int:
     """The column code of a plain message (one rebuilt equal from its columns), else 0."""
-    code = _CODES.get(type(message), _SPECIAL)
-    if not code or message.model_fields_set != _PLAIN_FIELDS or message.metadata:
-        return _SPECIAL
-    if message.created_at.tzinfo is not UTC or message.__pydantic_extra__:
-        return _SPECIAL
-    if message.__pydantic_private__:
+    kind = type(message)
+    code = _CODES.get(kind, _SPECIAL)
+    if not code:
         return _SPECIAL
     values = message.__dict__
-    for name, default in _DEFAULTS[type(message)].items():
-        if values.get(name, default) != default:
-            return _SPECIAL
-    content = message.content
-    return code if content is None or type(content) is str else _SPECIAL
+    if (
+        values["metadata"]
+        or values["created_at"].tzinfo is not UTC
+        or message.__pydantic_extra__
+        or message.__pydantic_private__
+        or message.__pydantic_fields_set__ != _PLAIN_FIELDS
+    ):
+        return _SPECIAL
+    if kind is UserMessage:
+        plain = values["name"] is None
+    elif kind is AssistantMessage:
+        plain = not values["tool_calls"]
+    else:
+        plain = True
+    content = values["content"]
+    return code if plain and (content is None or type(content) is str) else _SPECIAL
 
 
 class MessageHistory(Sequence[Message]):
@@ -195,6 +231,13 @@ class MessageHistory(Sequence[Message]):
     def extend(self, messages: Iterable[Message]) -> None:
         """Add ``messages`` at the end."""
         self._tail.extend(messages)
+
+    def estimate_tokens(self) -> int:
+        """The estimated tokens of the whole history (as
+        :func:`~agcore_lab.llm.tokens.estimate_messages_tokens`), without building the
+        messages of the columns again after the first time."""
+        total = self._columns.token_totals()[self._count] if self._columns is not None else 0
+        return total + sum(m.token_estimate for m in self._tail)
 
     def message_id(self, index: int) -> str:
         """The id of message ``index`` (negative counts from the end), without building it."""
