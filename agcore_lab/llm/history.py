@@ -38,13 +38,14 @@ from typing import Any, overload
 
 from agcore_lab.llm.messages import AssistantMessage, Message, SystemMessage, UserMessage
 
-__all__ = ["MessageHistory"]
+__all__ = ["HistoryBuilder", "MessageHistory"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 _KINDS: tuple[type[Message], ...] = (SystemMessage, UserMessage, AssistantMessage)
 _CODES = {kind: code for code, kind in enumerate(_KINDS, start=1)}
 _ROLES = [kind.model_fields["role"].default for kind in _KINDS]
+_ROLE_CODES = {role: code for code, role in enumerate(_ROLES, start=1)}
 _SPECIAL = 0
 # The fields a plain stored message was built with (the store's rows give exactly these).
 _PLAIN_FIELDS = frozenset({"id", "role", "content", "created_at"})
@@ -70,44 +71,54 @@ class _Columns:
         "contents",
         "ids",
         "micros",
+        "pending",
         "special",
         "tokens",
         "width",
     )
 
-    def __init__(self, messages: Iterable[Message]) -> None:
-        codes, contents, ids, micros = bytearray(), [], [], array("q")
-        special: dict[int, Message] = {}
-        width = 0
-        plain = _plain_code
-        for index, message in enumerate(messages):
-            code = plain(message)
-            if code:
-                values = message.__dict__
-                mid = values["id"]
-                if not width:
-                    width = len(mid)
-                if len(mid) == width and mid.isascii():
-                    codes.append(code)
-                    contents.append(values["content"])
-                    ids.append(mid)
-                    micros.append((values["created_at"] - _EPOCH) // _MICRO)
-                    continue
-            codes.append(_SPECIAL)
-            contents.append(None)
-            ids.append("\0" * width if width else "")
-            micros.append(0)
-            special[index] = message
-        if any(len(i) != width for i in ids):  # specials before the first plain message
-            ids = [i.ljust(width, "\0") for i in ids]
-        self.codes = bytes(codes)
-        self.contents: list[str | None] = contents
-        self.ids = "".join(ids).encode("ascii")
-        self.width = width
-        self.micros = micros
-        self.special = special
+    def __init__(self) -> None:
+        self.codes = bytearray()
+        self.contents: list[str | None] = []
+        self.ids = b""  # every id, ``width`` characters each (when frozen)
+        self.pending: list[str] = []  # the ids while building
+        self.width = 0
+        self.micros = array("q")
+        self.special: dict[int, Message] = {}
         self.alive: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
         self.tokens: array[int] | None = None  # running totals of token estimates, when asked
+
+    def add_plain(self, role: str, message_id: str, content: str | None, micros: int) -> bool:
+        """Add a plain message by its values (``content`` ``None`` only for an assistant);
+        ``False`` (nothing added) when its id does not fit the ids' column."""
+        width = self.width or len(message_id)
+        if len(message_id) != width or not message_id.isascii():
+            return False
+        self.width = width
+        self.codes.append(_ROLE_CODES[role])
+        self.contents.append(content)
+        self.pending.append(message_id)
+        self.micros.append(micros)
+        return True
+
+    def add(self, message: Message) -> None:
+        """Add a message: in the columns when it is plain, else as it is."""
+        if _plain_code(message):
+            values = message.__dict__
+            micros = (values["created_at"] - _EPOCH) // _MICRO
+            if self.add_plain(values["role"], values["id"], values["content"], micros):
+                return
+        self.special[len(self.codes)] = message
+        self.codes.append(_SPECIAL)
+        self.contents.append(None)
+        self.pending.append("")
+        self.micros.append(0)
+
+    def freeze(self) -> _Columns:
+        width = self.width
+        self.ids = "".join(i or "\0" * width for i in self.pending).encode("ascii")
+        self.pending = []
+        return self
 
     def token_totals(self) -> array[int]:
         """``totals[i]``: the estimated tokens of messages ``0 .. i-1`` (computed once)."""
@@ -206,11 +217,10 @@ class MessageHistory(Sequence[Message]):
         """A history of ``messages`` kept in columns (plain messages) and objects (the rest).
 
         Reading a message back gives one equal to the one given (not the same object)."""
-        history = cls()
-        columns = _Columns(messages)
-        if len(columns):
-            history._columns, history._count = columns, len(columns)
-        return history
+        builder = HistoryBuilder()
+        for message in messages:
+            builder.add(message)
+        return builder.build()
 
     def prefix(self, count: int) -> MessageHistory:
         """A new history of the first ``count`` messages, sharing this one's columns (no
@@ -308,3 +318,43 @@ class MessageHistory(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"MessageHistory({list(self)!r})"
+
+
+class HistoryBuilder:
+    """Builds a compact :class:`MessageHistory` message by message, or from a store's plain
+    rows without making message objects first (how a chain is loaded).
+
+    Example:
+        >>> builder = HistoryBuilder()
+        >>> builder.add_plain("user", "msg_1", "hi", 1_700_000_000_000_000)
+        True
+        >>> builder.build()[0].created_at.year
+        2023
+    """
+
+    PLAIN_ROLES = frozenset(_ROLES)
+    """The roles of the messages :meth:`add_plain` takes: ``system``, ``user``, ``assistant``."""
+
+    __slots__ = ("_columns",)
+
+    def __init__(self) -> None:
+        self._columns = _Columns()
+
+    def add_plain(self, role: str, message_id: str, content: str | None, micros: int) -> bool:
+        """Add the message a plain stored row stands for — its id, role, content and
+        creation time (microseconds since the epoch, UTC), every other field at its default,
+        as the store builds it — without making it. ``content`` may be ``None`` for an
+        ``assistant`` only. Returns ``False`` (nothing added) when the id does not fit the
+        ids' column (another length, not ASCII): add that message with :meth:`add`."""
+        return self._columns.add_plain(role, message_id, content, micros)
+
+    def add(self, message: Message) -> None:
+        """Add a message (kept in the columns when it is plain, else as it is)."""
+        self._columns.add(message)
+
+    def build(self) -> MessageHistory:
+        """The history of the messages added (the builder is not to be used again)."""
+        history = MessageHistory()
+        if len(self._columns):
+            history._columns, history._count = self._columns.freeze(), len(self._columns)
+        return history

@@ -26,9 +26,10 @@ class Reads:
     """Counts the chain reads of one store object (a spy on our own store, not a mock)."""
 
     def __init__(self, store: SqliteStore) -> None:
-        self.whole: list[int] = []  # messages returned by each load_chain
+        self.whole: list[int] = []  # messages returned by each load_chain(_history)
         self.tail: list[int] = []  # messages returned by each load_chain_tail
         self._wrap(store, "load_chain", self.whole)
+        self._wrap(store, "load_chain_history", self.whole)
         self._wrap(store, "load_chain_tail", self.tail)
 
     @staticmethod
@@ -37,7 +38,7 @@ class Reads:
 
         def counted(*args: Any) -> list[Any]:
             rows = original(*args)
-            log.append(len(rows))
+            log.append(len(rows[0] if isinstance(rows, tuple) else rows))  # (history, nodes)
             return rows
 
         setattr(store, name, counted)
