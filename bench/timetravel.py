@@ -22,7 +22,11 @@ beside its floor or peer measured in the same run, with PASS/MISS against the go
   of the same chain (the store's own chain query, no objects built). Goal: <= 3x the floor.
   RAM with ``tracemalloc``: peak and retained (what the loaded session keeps) beside the
   content size (UTF-8 bytes of the messages' text) and the raw fetchall's. Goal: retained
-  <= 2x the content.
+  <= 2x the content (a loaded history is a compact ``MessageHistory``).
+- a turn on the recovered session (its history compact, messages built when read) against a
+  normal turn on the live session that wrote it (median of 20 each, after 5 untimed turns
+  that warm the recovered session's memos). Goal: <= 1.1x (a compact history costs a turn
+  nothing more).
 
 Run: python bench/timetravel.py [--turns 10000] [--fork-turns 5000] [--repeats 5]
 """
@@ -137,6 +141,22 @@ async def first_turn(manager: SessionManager, sid: str, repeats: int) -> tuple[f
         after.append(clock() - start)
     await checkpointer.rollback(sid, ckpts[0].ckpt_id)  # the whole history again, for loads()
     return statistics.median(normal), min(after)
+
+
+async def loaded_turns(db: Path, sid: str) -> float:
+    """The median turn (and its checkpoint) on a session recovered from ``db``."""
+    manager = SessionManager(SqliteStore(db), agents=[agent()], watch_interval=None)
+    await manager.recover(sid)
+    for i in range(5):  # the first turn after a load folds the history once
+        await manager.submit_turn(sid, question(i))
+    times = []
+    for i in range(20):
+        start = clock()
+        await manager.submit_turn(sid, question(i))
+        times.append(clock() - start)
+    assert isinstance(manager.store, SqliteStore)
+    manager.store.close()
+    return statistics.median(times)
 
 
 def _content_bytes(session: AgentSession) -> int:
@@ -334,6 +354,14 @@ async def main_async(turns: int, fork_turns: int, repeats: int, tmp: Path) -> bo
         f"({figures['kept'] / content:.1f}x content); raw fetchall peak "
         f"{figures['raw_peak'] / mb:.1f} MB, retained {figures['raw_kept'] / mb:.1f} MB"
         f"  goal retained <= 2x content  {_verdict(checks[-1])}"
+    )
+
+    loaded = await loaded_turns(tmp / "session.db", sid)
+    checks.append(loaded <= 1.1 * normal)
+    print(f"== a turn on the recovered session, {turns} turns")
+    print(
+        f"  {_ms(loaded)} vs a turn on the live session {_ms(normal)}: ratio "
+        f"{loaded / normal:.2f}  goal <= 1.1x  {_verdict(checks[-1])}"
     )
 
     print(f"building a {fork_turns}-turn session for the fork ...", flush=True)

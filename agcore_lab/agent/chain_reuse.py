@@ -55,14 +55,8 @@ def _chain(
             and slot.chain_position(head, len(slot.messages) - 1) is not None
         ):
             return _prefix(slot, len(slot.messages))
-    if not live:
-        # Straight into columns where the store can (SqliteStore, PostgresStore): no object
-        # per plain message is made, only to be compacted and freed.
-        read_history = getattr(store, "load_chain_history", None)
-        if read_history is not None:
-            history: tuple[MessageHistory, dict[int, str]] = read_history(head)
-            return history
-        return _rows(store.load_chain(head), None)
+    if not live:  # straight into columns: no object per plain message
+        return store.load_chain_history(head)
     # The head first (one row: its depth says where to look in the live slots), then the
     # chain above it a page at a time, until a row is a node a live slot holds: that node's
     # ancestors are that slot's messages up to it.

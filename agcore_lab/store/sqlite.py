@@ -327,8 +327,8 @@ class SqliteStore(SqliteConnection):
 
     def load_chain_history(self, head_node_id: str) -> tuple[MessageHistory, dict[int, str]]:
         """:meth:`load_chain` as a compact history and the chain nodes placed by links
-        (``{index: node_id}``), without making an object per plain message (an optional
-        capability: a loading session uses it when a store has it)."""
+        (``{index: node_id}``), without making an object per plain message (one recursive
+        query; how a session with nothing live loads its slots)."""
         return self._locked_read(
             lambda conn: read_chain_history(conn, head_node_id), "messages", head_node_id
         )

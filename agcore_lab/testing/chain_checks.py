@@ -94,12 +94,10 @@ def check_chain_tail(store: Store) -> None:
 
 
 def check_chain_history(store: Store) -> None:
-    """``load_chain_history(head)``, where a backend offers it, holds the messages of
-    ``load_chain(head)``: equal, of the same types and fields, the nodes placed by links
-    named by index; an unknown node gives an empty history."""
-    read = getattr(store, "load_chain_history", None)
-    if read is None:
-        return  # an optional capability
+    """``load_chain_history(head)`` holds the messages of ``load_chain(head)``: equal, of
+    the same types and fields, the nodes placed by links named by index; an unknown node
+    gives an empty history."""
+    read = store.load_chain_history
     store.create_session(session_record())
     plain = [*_plain_messages(), UserMessage(id="short-id", content="another id length")]
     home = _home_links(plain)
