@@ -61,6 +61,13 @@ _DEFAULTS = {
 _set = object.__setattr__
 
 
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows the index it was made for."""
+
+    __slots__ = ("index",)
+    index: int
+
+
 class _Columns:
     """Messages ``0 .. n-1`` of a history in columns; never changed once built (histories
     that share a prefix share one ``_Columns``)."""
@@ -69,6 +76,7 @@ class _Columns:
         "alive",
         "codes",
         "contents",
+        "forget",
         "ids",
         "micros",
         "pending",
@@ -85,7 +93,17 @@ class _Columns:
         self.width = 0
         self.micros = array("q")
         self.special: dict[int, Message] = {}
-        self.alive: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
+        # index -> a weak reference to the message built there, while it is alive; its
+        # callback forgets it (a plain dict of C weakrefs: a WeakValueDictionary took 4x as
+        # long to fill, which a full iteration of a long history pays for every message).
+        self.alive: dict[int, _Ref] = {}
+        alive = self.alive
+
+        def forget(ref: _Ref, get: Any = alive.get, pop: Any = alive.pop) -> None:
+            if get(ref.index) is ref:  # not a newer one made for the same index
+                pop(ref.index)
+
+        self.forget = forget
         self.tokens: array[int] | None = None  # running totals of token estimates, when asked
 
     def add_plain(self, role: str, message_id: str, content: str | None, micros: int) -> bool:
@@ -127,7 +145,8 @@ class _Columns:
 
             totals, total = array("q", [0]), 0
             for index in range(len(self.codes)):
-                found = self.alive.get(index) or self.special.get(index)
+                ref = self.alive.get(index)
+                found = ref() if ref is not None else self.special.get(index)
                 if found is not None:
                     total += found.token_estimate
                 else:
@@ -140,9 +159,11 @@ class _Columns:
         return len(self.codes)
 
     def message(self, index: int) -> Message:
-        found = self.alive.get(index)
-        if found is not None:
-            return found
+        ref = self.alive.get(index)
+        if ref is not None:
+            found: Message | None = ref()
+            if found is not None:
+                return found
         code = self.codes[index]
         if code == _SPECIAL:
             return self.special[index]
@@ -151,7 +172,7 @@ class _Columns:
         values: dict[str, Any] = {
             # In the fields' order, as a validation would have made them.
             "id": self.ids[start : start + self.width].decode("ascii"),
-            "created_at": _EPOCH + timedelta(microseconds=self.micros[index]),
+            "created_at": _EPOCH + timedelta(0, 0, self.micros[index]),
             "metadata": {},
             "role": _ROLES[code - 1],
             "content": self.contents[index],
@@ -162,7 +183,8 @@ class _Columns:
         _set(built, "__pydantic_fields_set__", _FIELDS_SET[kind])
         _set(built, "__pydantic_extra__", None)
         _set(built, "__pydantic_private__", None)
-        self.alive[index] = built
+        ref = self.alive[index] = _Ref(built, self.forget)
+        ref.index = index
         return built
 
     def message_id(self, index: int) -> str:
