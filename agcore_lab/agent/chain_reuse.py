@@ -22,11 +22,15 @@ if TYPE_CHECKING:
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import LinkRecord, Store
 
-__all__ = ["FIRST_PAGE", "load_slots"]
+__all__ = ["COMPACT_AT", "FIRST_PAGE", "load_slots"]
 
 FIRST_PAGE = 32
 """Nodes read above a stored head that no live slot holds (after the head itself); each
 further page is 4x as long."""
+COMPACT_AT = 256
+"""Read messages appended to a live prefix stay objects up to this many; more (a roll
+forward over many turns), and prefix and read messages are kept compact together — still
+O(what differs): only when the read part is the longer one."""
 
 
 def load_slots(
@@ -85,7 +89,7 @@ def _rows(
     rows: list[tuple[LinkRecord, Message]], start: tuple[MessageHistory, dict[int, str]] | None
 ) -> tuple[MessageHistory, dict[int, str]]:
     """``start`` (a live prefix) followed by the messages of ``rows``; with no ``start``, the
-    rows' messages alone, kept compact."""
+    rows' messages alone, kept compact (see :data:`COMPACT_AT`)."""
     messages, nodes = start if start is not None else (None, {})
     offset = len(messages) if messages is not None else 0
     for index, (link, message) in enumerate(rows):
@@ -93,5 +97,7 @@ def _rows(
             nodes[offset + index] = link.node_id
     if messages is None:
         return MessageHistory.compact(message for _, message in rows), nodes
+    if len(rows) > max(len(messages), COMPACT_AT):
+        return MessageHistory.compact([*messages, *(message for _, message in rows)]), nodes
     messages.extend(message for _, message in rows)
     return messages, nodes

@@ -120,11 +120,15 @@ class _Columns:
         return True
 
     def add(self, message: Message) -> None:
-        """Add a message: in the columns when it is plain, else as it is."""
+        """Add a message: in the columns when it is plain (and, while it is alive, the
+        message read there), else as it is."""
         if _plain_code(message):
             values = message.__dict__
             micros = (values["created_at"] - _EPOCH) // _MICRO
+            index = len(self.codes)
             if self.add_plain(values["role"], values["id"], values["content"], micros):
+                ref = self.alive[index] = _Ref(message, self.forget)
+                ref.index = index
                 return
         self.special[len(self.codes)] = message
         self.codes.append(_SPECIAL)
@@ -238,7 +242,8 @@ class MessageHistory(Sequence[Message]):
     def compact(cls, messages: Iterable[Message]) -> MessageHistory:
         """A history of ``messages`` kept in columns (plain messages) and objects (the rest).
 
-        Reading a message back gives one equal to the one given (not the same object)."""
+        Reading a message back gives the one given while it is alive elsewhere, else an equal
+        one built from the columns."""
         builder = HistoryBuilder()
         for message in messages:
             builder.add(message)
@@ -371,7 +376,8 @@ class HistoryBuilder:
         return self._columns.add_plain(role, message_id, content, micros)
 
     def add(self, message: Message) -> None:
-        """Add a message (kept in the columns when it is plain, else as it is)."""
+        """Add a message (kept in the columns when it is plain, else as it is; while it is
+        alive, reading its position gives it)."""
         self._columns.add(message)
 
     def build(self) -> MessageHistory:
