@@ -346,6 +346,14 @@ class MessageHistory(Sequence[Message]):
     def __repr__(self) -> str:
         return f"MessageHistory({list(self)!r})"
 
+    def __copy__(self) -> MessageHistory:
+        return self.copy()
+
+    def __reduce__(self) -> tuple[type[MessageHistory], tuple[list[Message]]]:
+        # Pickled (and deep-copied) as the messages themselves: the columns' live-message
+        # references are not to be shared with a copy.
+        return MessageHistory, (list(self),)
+
 
 class HistoryBuilder:
     """Builds a compact :class:`MessageHistory` message by message, or from a store's plain

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import tracemalloc
 import weakref
 from datetime import UTC, datetime, timedelta, timezone
@@ -139,6 +141,15 @@ def test_prefix_and_copy_are_independent_histories_sharing_the_columns() -> None
     assert len(history) == 5 and [m.text for m in history][-1] == "tail"
     assert [m.text for m in short] == ["0", "1", "other"]
     assert len(history.prefix(-1)) == 0 and history.prefix(99) == history
+
+
+def test_copies_and_pickles_hold_the_same_messages() -> None:
+    history = MessageHistory.compact([stored(UserMessage, str(i), i) for i in range(3)])
+    history.append(UserMessage(content="tail"))
+    for other in (copy.copy(history), copy.deepcopy(history), pickle.loads(pickle.dumps(history))):
+        assert isinstance(other, MessageHistory) and other == history
+        other.append(UserMessage(content="only in the copy"))
+        assert len(history) == 4
 
 
 def test_the_token_estimate_equals_the_estimate_of_the_messages() -> None:
