@@ -20,10 +20,13 @@ as on a list; a slice is a plain ``list``. Appended messages are kept as they ar
 
 Example:
     >>> from agcore_lab.llm.messages import UserMessage
-    >>> history = MessageHistory.compact([UserMessage(content="a"), UserMessage(content="b")])
-    >>> history.append(UserMessage(content="c"))
-    >>> [m.text for m in history], len(history.prefix(2))
-    (['a', 'b', 'c'], 2)
+    >>> builder = HistoryBuilder()  # as the store reads a chain: plain rows as values
+    >>> builder.add_plain("user", "msg_0000000000000000a", "a", 1_700_000_000_000_000)
+    True
+    >>> history = builder.build()
+    >>> history.append(UserMessage(content="b"))
+    >>> [m.text for m in history], len(history.prefix(1))
+    (['a', 'b'], 1)
     >>> history[0] is history[0]
     True
 """
@@ -108,9 +111,10 @@ class _Columns:
 
     def add_plain(self, role: str, message_id: str, content: str | None, micros: int) -> bool:
         """Add a plain message by its values (``content`` ``None`` only for an assistant);
-        ``False`` (nothing added) when its id does not fit the ids' column."""
+        ``False`` (nothing added) when its id does not fit the ids' column (empty, another
+        length, not ASCII)."""
         width = self.width or len(message_id)
-        if len(message_id) != width or not message_id.isascii():
+        if not message_id or len(message_id) != width or not message_id.isascii():
             return False
         self.width = width
         self.codes.append(_ROLE_CODES[role])

@@ -49,6 +49,7 @@ def mixed() -> list[Message]:
         UserMessage(content="not UTC", created_at=datetime(2026, 1, 1, tzinfo=timezone.max)),
         stored(UserMessage, "é ünïcode ✓", 10),
         UserMessage(content="validated, all fields set"),
+        stored(UserMessage, "an empty id", 12).model_copy(update={"id": ""}),
     ]
 
 
@@ -73,9 +74,9 @@ def test_only_plain_messages_go_to_the_columns_the_rest_stay_as_given() -> None:
     del given
     gc.collect()
     kept = [i for i, ref in enumerate(refs) if ref() is not None]
-    # tool calls, a tool result, a name, metadata, another id length, another time zone and a
-    # message with all fields set stay objects; the store's plain rows go to the columns.
-    assert kept == [4, 5, 6, 7, 8, 9, 11]
+    # tool calls, a tool result, a name, metadata, another id length, another time zone, a
+    # message with all fields set and an empty id stay objects; plain rows go to the columns.
+    assert kept == [4, 5, 6, 7, 8, 9, 11, 12]
     assert [m.text for m in history][:3] == ["be brief", "hello", "hi there"]
 
 
