@@ -280,6 +280,18 @@ class MessageHistory(Sequence[Message]):
         total = self._columns.token_totals()[self._count] if self._columns is not None else 0
         return total + sum(m.token_estimate for m in self._tail)
 
+    def objects(self) -> Iterator[Message]:
+        """The messages kept as objects, in order: all but the plain (no tool calls, no
+        metadata, no name) system, user and assistant messages of the columns — so every
+        tool result and every tool call, without building the rest."""
+        columns = self._columns
+        if columns is not None:
+            for index, message in columns.special.items():  # in index order (built so)
+                if index >= self._count:
+                    break
+                yield message
+        yield from self._tail
+
     def message_id(self, index: int) -> str:
         """The id of message ``index`` (negative counts from the end), without building it."""
         size = len(self)

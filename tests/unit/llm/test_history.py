@@ -122,6 +122,22 @@ def test_a_history_behaves_as_a_list() -> None:
     assert [history.message_id(i) for i in range(-7, 7)] == [m.id for m in [*history, *history]]
 
 
+def test_objects_are_every_message_not_in_the_columns_in_order() -> None:
+    given = mixed()
+    history = MessageHistory.compact(given)
+    extra = UserMessage(content="appended")
+    history.append(extra)
+    assert list(history.objects()) == [*(given[i] for i in (4, 5, 6, 7, 8, 9, 11, 12)), extra]
+    assert list(history.prefix(6).objects()) == [given[4], given[5]]
+    calls = [
+        m
+        for m in history
+        if isinstance(m, ToolMessage | AssistantMessage)
+        and (isinstance(m, ToolMessage) or m.tool_calls)
+    ]
+    assert all(any(m is o for o in history.objects()) for m in calls)
+
+
 def test_a_plain_list_given_is_kept_and_appends_reach_it() -> None:
     given: list[Message] = [UserMessage(content="a")]
     history = MessageHistory(given)
