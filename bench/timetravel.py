@@ -22,7 +22,12 @@ beside its floor or peer measured in the same run, with PASS/MISS against the go
   of the same chain (the store's own chain query, no objects built). Goal: <= 3x the floor.
   RAM with ``tracemalloc``: peak and retained (what the loaded session keeps) beside the
   content size (UTF-8 bytes of the messages' text) and the raw fetchall's. Goal: retained
-  <= 2x the content.
+  <= 2x the content (a loaded history is a compact ``MessageHistory``).
+- a turn on the recovered session (its history compact, messages built when read) against a
+  turn on the same session with its history as message objects, as a session that made its
+  turns live holds it (two managers over two copies of the file, alternating rounds of 5
+  turns, the median of the rounds' ratios). Goal: <= 1.1x (a compact history costs a turn
+  nothing more).
 
 Run: python bench/timetravel.py [--turns 10000] [--fork-turns 5000] [--repeats 5]
 """
@@ -33,6 +38,7 @@ import argparse
 import asyncio
 import gc
 import os
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -43,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from agcore_lab import Agent, AgentSession, Message, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.llm.history import MessageHistory
 from agcore_lab.store import _chains
 
 QUESTION = "Question {i}: what does the agent remember about item {i} of the long list?"
@@ -137,6 +144,48 @@ async def first_turn(manager: SessionManager, sid: str, repeats: int) -> tuple[f
         after.append(clock() - start)
     await checkpointer.rollback(sid, ckpts[0].ckpt_id)  # the whole history again, for loads()
     return statistics.median(normal), min(after)
+
+
+async def loaded_turns(db: Path, sid: str, rounds: int = 15) -> tuple[float, float, float]:
+    """(median turn on a recovered session whose history is compact, the same with the
+    history as message objects — as a session that made its turns live holds it, the median
+    of their per-round ratios).
+
+    Each runs in its own manager over its own copy of ``db`` (the same state); they take
+    turns in alternating rounds of 5, after 5 untimed turns each (the first turn after a
+    load folds the history once), so both are measured in the same conditions; the ratio of
+    each round's medians compares turns made moments apart."""
+    managers = []
+    for name in ("compact", "objects"):
+        copy = db.with_name(f"{name}.db")
+        shutil.copyfile(db, copy)
+        if db.with_name(db.name + "-wal").exists():  # (closed stores leave none)
+            shutil.copyfile(db.with_name(db.name + "-wal"), copy.with_name(copy.name + "-wal"))
+        manager = SessionManager(SqliteStore(copy), agents=[agent()], watch_interval=None)
+        session = await manager.recover(sid)
+        if name == "objects":
+            for slot in session.slots.values():
+                slot.messages = MessageHistory(list(slot.messages))
+        managers.append(manager)
+    times: list[list[float]] = [[], []]
+    ratios = []
+    for rnd in range(rounds + 1):
+        medians = []
+        for which, manager in enumerate(managers):
+            these = []
+            for i in range(5):
+                start = clock()
+                await manager.submit_turn(sid, question(i))
+                these.append(clock() - start)
+            medians.append(statistics.median(these))
+            if rnd:  # round 0 warms both up
+                times[which].extend(these)
+        if rnd:
+            ratios.append(medians[0] / medians[1])
+    for manager in managers:
+        assert isinstance(manager.store, SqliteStore)
+        manager.store.close()
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
 
 
 def _content_bytes(session: AgentSession) -> int:
@@ -334,6 +383,16 @@ async def main_async(turns: int, fork_turns: int, repeats: int, tmp: Path) -> bo
         f"({figures['kept'] / content:.1f}x content); raw fetchall peak "
         f"{figures['raw_peak'] / mb:.1f} MB, retained {figures['raw_kept'] / mb:.1f} MB"
         f"  goal retained <= 2x content  {_verdict(checks[-1])}"
+    )
+
+    compact, objects, ratio = await loaded_turns(tmp / "session.db", sid)
+    checks.append(ratio <= 1.1)
+    print(f"== a turn on the recovered session, {turns} turns (median, alternating rounds)")
+    print(
+        f"  {_ms(compact)} with its compact history vs {_ms(objects)} with the history as "
+        f"message objects (as a live session holds it): ratio {ratio:.2f} (median of the"
+        f" rounds' ratios)"
+        f"  goal <= 1.1x  {_verdict(checks[-1])}"
     )
 
     print(f"building a {fork_turns}-turn session for the fork ...", flush=True)

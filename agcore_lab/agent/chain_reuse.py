@@ -6,7 +6,8 @@ slot's history: a rollback to an ancestor of the head, a fork from one, or a ref
 another writer added a turn needs no read of what the session holds — only of what differs,
 read from the stored head upward a page at a time until it meets a live chain (see
 :meth:`Store.load_chain_tail`). A session with nothing live (a load after a restart) reads
-each chain whole, in one query.
+each chain whole, in one query, and keeps it compact (see
+:class:`~agcore_lab.llm.history.MessageHistory`).
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agcore_lab.agent.slots import ContextSlot
+from agcore_lab.llm.history import MessageHistory
 
 if TYPE_CHECKING:
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import LinkRecord, Store
 
-__all__ = ["FIRST_PAGE", "load_slots"]
+__all__ = ["COMPACT_AT", "FIRST_PAGE", "load_slots"]
 
 FIRST_PAGE = 32
 """Nodes read above a stored head that no live slot holds (after the head itself); each
 further page is 4x as long."""
+COMPACT_AT = 256
+"""Read messages appended to a live prefix stay objects up to this many; more (a roll
+forward over many turns), and prefix and read messages are kept compact together — still
+O(what differs): only when the read part is the longer one."""
 
 
 def load_slots(
@@ -44,17 +50,17 @@ def load_slots(
 
 def _chain(
     store: Store, head: str | None, live: list[ContextSlot]
-) -> tuple[list[Message], dict[int, str]]:
+) -> tuple[MessageHistory, dict[int, str]]:
     if head is None:
-        return [], {}
+        return MessageHistory(), {}
     for slot in live:
         if (
             slot.head_node_id == head
             and slot.chain_position(head, len(slot.messages) - 1) is not None
         ):
             return _prefix(slot, len(slot.messages))
-    if not live:
-        return _rows(store.load_chain(head), ([], {}))
+    if not live:  # straight into columns: no object per plain message
+        return store.load_chain_history(head)
     # The head first (one row: its depth says where to look in the live slots), then the
     # chain above it a page at a time, until a row is a node a live slot holds: that node's
     # ancestors are that slot's messages up to it.
@@ -70,21 +76,28 @@ def _chain(
                     return _rows(rows[j + 1 :] + tail, _prefix(slot, at + 1))
         tail = rows + tail
         if not rows or rows[0][0].parent_node_id is None:  # the whole chain (or no such node)
-            return _rows(tail, ([], {}))
+            return _rows(tail, None)
         cursor, page = rows[0][0].parent_node_id, max(FIRST_PAGE, page * 4)
 
 
-def _prefix(slot: ContextSlot, count: int) -> tuple[list[Message], dict[int, str]]:
+def _prefix(slot: ContextSlot, count: int) -> tuple[MessageHistory, dict[int, str]]:
     nodes = slot.chain_nodes or {}
-    return slot.messages[:count], {i: n for i, n in nodes.items() if i < count}
+    return slot.messages.prefix(count), {i: n for i, n in nodes.items() if i < count}
 
 
 def _rows(
-    rows: list[tuple[LinkRecord, Message]], start: tuple[list[Message], dict[int, str]]
-) -> tuple[list[Message], dict[int, str]]:
-    messages, nodes = start
-    for link, message in rows:
+    rows: list[tuple[LinkRecord, Message]], start: tuple[MessageHistory, dict[int, str]] | None
+) -> tuple[MessageHistory, dict[int, str]]:
+    """``start`` (a live prefix) followed by the messages of ``rows``; with no ``start``, the
+    rows' messages alone, kept compact (see :data:`COMPACT_AT`)."""
+    messages, nodes = start if start is not None else (None, {})
+    offset = len(messages) if messages is not None else 0
+    for index, (link, message) in enumerate(rows):
         if link.node_id != message.id:
-            nodes[len(messages)] = link.node_id
-        messages.append(message)
+            nodes[offset + index] = link.node_id
+    if messages is None:
+        return MessageHistory.compact(message for _, message in rows), nodes
+    if len(rows) > max(len(messages), COMPACT_AT):
+        return MessageHistory.compact([*messages, *(message for _, message in rows)]), nodes
+    messages.extend(message for _, message in rows)
     return messages, nodes

@@ -162,13 +162,16 @@ class SessionLoading:
         ]
         if not calls:  # the common case: no need to look through the history
             return None
+        # Tool results and calls are never in a history's plain columns: look at its objects.
         answered = {
-            m.tool_call_id for m in self.current_slot.messages if isinstance(m, ToolMessage)
+            m.tool_call_id
+            for m in self.current_slot.messages.objects()
+            if isinstance(m, ToolMessage)
         }
         asked = {
             call.id
             for slot in self.slots.values()
-            for m in slot.messages
+            for m in slot.messages.objects()
             if isinstance(m, AssistantMessage)
             for call in m.tool_calls
         }

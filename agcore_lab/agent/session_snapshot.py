@@ -17,6 +17,7 @@ from agcore_lab.agent.snapshot import SessionSnapshot, SnapshotMemoryEntry, Snap
 from agcore_lab.aio import CrossLoopLock, run_sync
 from agcore_lab.errors import UnprocessableError
 from agcore_lab.ids import utcnow
+from agcore_lab.llm.history import MessageHistory
 from agcore_lab.llm.messages import Message
 from agcore_lab.llm.usage import CostTracker
 
@@ -60,7 +61,7 @@ def build_from_snapshot(
 def _slot(slot: SnapshotSlot, by_id: dict[str, Message]) -> ContextSlot:
     return ContextSlot(
         slot_id=slot.slot_id,
-        messages=[by_id[i] for i in slot.message_ids],
+        messages=MessageHistory([by_id[i] for i in slot.message_ids]),
         mode=SlotMode(slot.mode),
         summary_override=slot.summary_override,
         pinned_ids=list(slot.pinned_ids),

@@ -15,9 +15,11 @@ A slot builds the model's context in one of two modes: ``SlotMode.Full`` (every 
 Storage (see docs/design.md): messages are never copied. Each slot keeps ``head_node_id``, the
 node at the end of its chain of links; :meth:`ContextSlot.extend` returns the new links to store.
 
-A slot's ``messages`` list is only ever appended to: code that shortens or rewrites a history
-assigns a new list (``slot.messages = slot.messages[:n]``), because a turn's requests are
-windows over the list (:func:`context_window`), not copies of it.
+A slot's ``messages`` (a :class:`~agcore_lab.llm.history.MessageHistory`: it behaves as a list,
+and keeps a history read from the store compact in memory) are only ever appended to: code that
+shortens or rewrites a history assigns a new one (``slot.messages =
+slot.messages.prefix(n)``), because a turn's requests are windows over it
+(:func:`context_window`), not copies of it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from functools import lru_cache
 
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.ids import new_id, utcnow
+from agcore_lab.llm.history import MessageHistory
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store._trusted import trusted
@@ -88,7 +91,9 @@ class ContextSlot:
 
     Attributes:
         slot_id: The slot's name, unique in its session.
-        messages: The history, oldest first (the system prompt is not part of it).
+        messages: The history, oldest first (the system prompt is not part of it): a
+            :class:`~agcore_lab.llm.history.MessageHistory` (a list given here becomes its
+            contents, not copied).
         mode: ``SlotMode.Full`` or ``SlotMode.Focused``.
         summary_override: In Focused mode, stands for the messages before the recent window.
         pinned_ids: Ids of messages that Focused mode always keeps.
@@ -107,7 +112,7 @@ class ContextSlot:
     """
 
     slot_id: str
-    messages: list[Message] = field(default_factory=list)
+    messages: MessageHistory = field(default_factory=MessageHistory)
     mode: SlotMode = SlotMode.Full
     summary_override: str | None = None
     pinned_ids: list[str] = field(default_factory=list)
@@ -121,6 +126,8 @@ class ContextSlot:
     chain_nodes: dict[int, str] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.messages, MessageHistory):
+            self.messages = MessageHistory(self.messages)
         if self.chain_nodes is None and not self.messages and self.head_node_id is None:
             self.chain_nodes = {}  # an empty chain is known
         validate_slot_id(self.slot_id)
@@ -140,7 +147,7 @@ class ContextSlot:
         """A working copy: same messages (shared, they are immutable), own lists."""
         return replace(
             self,
-            messages=list(self.messages),
+            messages=self.messages.copy(),
             pinned_ids=list(self.pinned_ids),
             chain_nodes=None if self.chain_nodes is None else dict(self.chain_nodes),
         )
@@ -153,9 +160,10 @@ class ContextSlot:
         nodes, messages = self.chain_nodes, self.messages
         if nodes is None or not 0 <= depth < len(messages):
             return None
-        if (nodes.get(len(messages) - 1) or messages[-1].id) != self.head_node_id:
+        last = len(messages) - 1
+        if (nodes.get(last) or messages.message_id(last)) != self.head_node_id:
             return None  # the messages were changed without their nodes: nothing is known
-        return depth if (nodes.get(depth) or messages[depth].id) == node_id else None
+        return depth if (nodes.get(depth) or messages.message_id(depth)) == node_id else None
 
     def draft(self) -> ContextSlot:
         """A working copy for a turn that shares this slot's history list (no O(history)
@@ -164,10 +172,10 @@ class ContextSlot:
         return replace(self, pinned_ids=list(self.pinned_ids))
 
     def drop_after(self, count: int) -> None:
-        """Keep only the first ``count`` messages, in a new list (a history list is never
+        """Keep only the first ``count`` messages, in a new history (a history is never
         cut in place: windows of requests made from it stay as they were)."""
         if len(self.messages) > count:
-            self.messages = self.messages[:count]
+            self.messages = self.messages.prefix(count)
 
     def extend(self, messages: list[Message], *, new: bool = True) -> list[LinkRecord]:
         """Append messages; return the chain links that record them.
@@ -204,7 +212,7 @@ class ContextSlot:
         return ContextSlot(
             merge_strategy=chosen,
             slot_id=validate_slot_id(child_id),
-            messages=list(self.messages),
+            messages=self.messages.copy(),
             mode=self.mode,
             summary_override=self.summary_override,
             pinned_ids=list(self.pinned_ids),
@@ -245,7 +253,7 @@ class ContextSlot:
         if strategy is MergeStrategy.Append:
             links = self.extend(child.new_messages(), new=False)
         elif strategy is MergeStrategy.Replace:
-            self.messages = list(child.messages)
+            self.messages = child.messages.copy()
             self.chain_nodes = None if child.chain_nodes is None else dict(child.chain_nodes)
             self.head_node_id = child.head_node_id
             links = []
@@ -296,7 +304,7 @@ class ContextSlot:
     def from_record(
         cls,
         record: SlotRecord,
-        messages: list[Message],
+        messages: MessageHistory | list[Message],
         chain_nodes: dict[int, str] | None = None,
     ) -> ContextSlot:
         """Rebuild a slot from its record and its loaded chain (``chain_nodes``: see the
@@ -304,7 +312,7 @@ class ContextSlot:
         return cls(
             chain_nodes=chain_nodes,
             slot_id=record.slot_id,
-            messages=messages,
+            messages=messages if isinstance(messages, MessageHistory) else MessageHistory(messages),
             mode=SlotMode(record.mode),
             summary_override=record.summary_override,
             pinned_ids=list(record.pinned_ids),
@@ -324,7 +332,7 @@ def _system_message(prompt: str) -> SystemMessage:
     return SystemMessage(content=prompt)
 
 
-def _window_start(messages: list[Message], window: int) -> int:
+def _window_start(messages: Sequence[Message], window: int) -> int:
     start = max(0, len(messages) - window)
     # Never start on a tool result: its assistant tool call must come with it.
     while start > 0 and isinstance(messages[start], ToolMessage):
@@ -350,10 +358,11 @@ def build_context(slot: ContextSlot, system_prompt: str = "") -> list[Message]:
     """
     head: list[Message] = [_system_message(system_prompt)] if system_prompt else []
     if slot.mode is SlotMode.Full:
-        return head + slot.messages
+        return head + list(slot.messages)
     start = _window_start(slot.messages, slot.recent_window)
     if slot.summary_override:
         head.append(SystemMessage(content=SUMMARY_HEADER + slot.summary_override))
     pinned = set(slot.pinned_ids)
-    older = [m for m in slot.messages[:start] if m.id in pinned]
-    return head + older + slot.messages[start:]
+    history = slot.messages
+    older = [history[i] for i in range(start) if pinned and history.message_id(i) in pinned]
+    return head + older + history[start:]

@@ -43,5 +43,10 @@ def estimate_message_tokens(message: Message) -> int:
 
 
 def estimate_messages_tokens(messages: Iterable[Message]) -> int:
-    """Estimated tokens of a conversation (each message's estimate is cached on it)."""
+    """Estimated tokens of a conversation (each message's estimate is cached on it, and a
+    :class:`~agcore_lab.llm.history.MessageHistory` keeps those of its columns)."""
+    from agcore_lab.llm.history import MessageHistory
+
+    if isinstance(messages, MessageHistory):
+        return messages.estimate_tokens()
     return sum(map(_CACHED, messages))

@@ -3,8 +3,9 @@
 A turn's request is the system prompt followed by the slot's whole history. Copying that list
 for every request costs O(history) (and touches every message object: at 20,000 messages the
 copy and its release cost more than the rest of the turn). A window is a frozen view instead:
-a few head messages, then the first ``stop`` messages of a history list. Histories are only
-ever appended to (a slot that changes otherwise gets a new list), so the view never changes.
+a few head messages, then the first ``stop`` messages of a history (a list or a
+:class:`~agcore_lab.llm.history.MessageHistory`). Histories are only ever appended to (a slot
+that changes otherwise gets a new one), so the view never changes.
 
 A window is a :class:`~collections.abc.Sequence`: ``len``, indexing (negative too), slicing
 (a plain list), iteration and ``==`` against any sequence behave as on the list it stands for.
@@ -34,13 +35,13 @@ class MessageWindow(Sequence[Message]):
 
     Args:
         head: Messages before the history (the system prompt).
-        base: A history list that is only appended to while the window is in use.
+        base: A history that is only appended to while the window is in use.
         stop: How many of its messages the window holds.
     """
 
     __slots__ = ("_base", "_head", "_stop")
 
-    def __init__(self, head: tuple[Message, ...], base: list[Message], stop: int) -> None:
+    def __init__(self, head: tuple[Message, ...], base: Sequence[Message], stop: int) -> None:
         self._head, self._base, self._stop = head, base, stop
 
     def __len__(self) -> int:
@@ -65,7 +66,7 @@ class MessageWindow(Sequence[Message]):
             if stop <= start:
                 return []
             out = list(self._head[start:stop]) if start < head else []
-            return out + self._base[max(0, start - head) : max(0, stop - head)]
+            return out + list(self._base[max(0, start - head) : max(0, stop - head)])
         size = len(self)
         if index < 0:
             index += size

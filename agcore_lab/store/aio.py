@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
+    from agcore_lab.llm.history import MessageHistory
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import (
         ChangeRecord,
@@ -143,6 +144,10 @@ class AsyncChainStore(Protocol):
         self, head_node_id: str, limit: int
     ) -> list[tuple[LinkRecord, Message]]:
         """Async :meth:`~agcore_lab.store.base.Store.load_chain_tail`."""
+        ...
+
+    async def aload_chain_history(self, head_node_id: str) -> tuple[MessageHistory, dict[int, str]]:
+        """Async :meth:`~agcore_lab.store.base.Store.load_chain_history`."""
         ...
 
 

@@ -19,6 +19,7 @@ from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundE
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.history import MessageHistory
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._approvals import (
     as_expired,
@@ -36,6 +37,7 @@ from agcore_lab.store._calls import (
     insert_calls,
 )
 from agcore_lab.store._calls_read import read_calls
+from agcore_lab.store._chain_history import read_chain_history
 from agcore_lab.store._chains import (
     delete_session_chains,
     follow_renamed,
@@ -322,6 +324,14 @@ class SqliteStore(SqliteConnection):
         """The chain ending at ``head_node_id``, oldest first (one recursive query)."""
         return self._locked_read(
             lambda conn: read_chain(conn, head_node_id), "messages", head_node_id
+        )
+
+    def load_chain_history(self, head_node_id: str) -> tuple[MessageHistory, dict[int, str]]:
+        """:meth:`load_chain` as a compact history and the chain nodes placed by links
+        (``{index: node_id}``), without making an object per plain message (one recursive
+        query; how a session with nothing live loads its slots)."""
+        return self._locked_read(
+            lambda conn: read_chain_history(conn, head_node_id), "messages", head_node_id
         )
 
     def load_chain_tail(self, head_node_id: str, limit: int) -> list[tuple[LinkRecord, Message]]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
+    from agcore_lab.llm.history import MessageHistory
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import (
         ChangeRecord,
@@ -195,6 +196,9 @@ class ThreadedAsyncStore:
         self, head_node_id: str, limit: int
     ) -> list[tuple[LinkRecord, Message]]:
         return await self._run(self._store.load_chain_tail, head_node_id, limit)
+
+    async def aload_chain_history(self, head_node_id: str) -> tuple[MessageHistory, dict[int, str]]:
+        return await self._run(self._store.load_chain_history, head_node_id)
 
     # -- CheckpointStore --
 

@@ -20,7 +20,7 @@ from agcore_lab.testing._support import (
     session_record,
 )
 
-__all__ = ["check_chain_read_back", "check_chain_tail"]
+__all__ = ["check_chain_history", "check_chain_read_back", "check_chain_tail"]
 
 
 def _plain_messages() -> list[Message]:
@@ -91,3 +91,29 @@ def check_chain_tail(store: Store) -> None:
     expect_equal(store.load_chain_tail(home[2].node_id, 2), whole[1:3], "a tail from a mid node")
     expect_equal(store.load_chain_tail("no-such-node", 3), [], "the tail of an unknown node")
     expect_raises(ValueError, "a limit of 0", store.load_chain_tail, head, 0)
+
+
+def check_chain_history(store: Store) -> None:
+    """``load_chain_history(head)`` holds the messages of ``load_chain(head)``: equal, of
+    the same types and fields, the nodes placed by links named by index; an unknown node
+    gives an empty history."""
+    read = store.load_chain_history
+    store.create_session(session_record())
+    plain = [*_plain_messages(), UserMessage(id="short-id", content="another id length")]
+    home = _home_links(plain)
+    rich = every_kind_of_message()
+    linked = chain_links(rich, "h", home[-1])
+    store.commit(session_record(), messages=plain + rich, links=home + linked)
+    chain = store.load_chain(linked[-1].node_id)
+    history, nodes = read(linked[-1].node_id)
+    expect_equal(len(history), len(chain), "the length of the history")
+    for got, (_, want) in zip(history, chain, strict=True):
+        expect_equal(got, want, f"the {want.role} message {want.id}")
+        expect_equal(type(got), type(want), f"the type of {want.id}")
+        expect_equal(got.model_dump(), want.model_dump(), f"the fields of {want.id}")
+        expect_equal(got.model_fields_set, want.model_fields_set, f"fields set of {want.id}")
+    placed = {i: link.node_id for i, (link, m) in enumerate(chain) if link.node_id != m.id}
+    expect_equal(nodes, placed, "the nodes placed by links")
+    expect_equal(len(placed), len(rich), "every linked message is named")
+    empty, none = read("no-such-node")
+    expect_equal((len(empty), none), (0, {}), "the history of an unknown node")

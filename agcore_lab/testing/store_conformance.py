@@ -56,7 +56,11 @@ from agcore_lab.testing.call_checks import (
     check_calls_written_on_their_own,
     check_unhashed_calls_read_back_with_their_hash,
 )
-from agcore_lab.testing.chain_checks import check_chain_read_back, check_chain_tail
+from agcore_lab.testing.chain_checks import (
+    check_chain_history,
+    check_chain_read_back,
+    check_chain_tail,
+)
 from agcore_lab.testing.checkpoint_checks import (
     check_checkpoint_round_trip,
     check_checkpoints_newest_first_and_delete,
@@ -345,6 +349,7 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_chain_round_trip,
         check_chain_read_back,
         check_chain_tail,
+        check_chain_history,
         check_calls_round_trip,
         check_calls_written_on_their_own,
         check_calls_follow_checkpoints,

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
     from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
+    from agcore_lab.llm.history import MessageHistory
     from agcore_lab.llm.messages import Message
     from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotRecord
     from agcore_lab.store.pending import PendingToolCall
@@ -74,4 +75,10 @@ class ChainStore(Protocol):
         """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first
         (all of it when shorter; ``[]`` for an unknown node). The first entry's
         ``parent_node_id`` is where the rest of the chain continues (``None``: it is all)."""
+        ...
+
+    def load_chain_history(self, head_node_id: str) -> tuple[MessageHistory, dict[int, str]]:
+        """The messages of :meth:`load_chain` as a compact history, and the chain nodes
+        placed by links (``{index: node_id}``; every other message is its own node). An
+        empty history for an unknown node."""
         ...

@@ -19,16 +19,17 @@ from agcore_lab import (
     SqliteStore,
     UserMessage,
 )
-from agcore_lab.agent.chain_reuse import FIRST_PAGE
+from agcore_lab.agent.chain_reuse import COMPACT_AT, FIRST_PAGE
 
 
 class Reads:
     """Counts the chain reads of one store object (a spy on our own store, not a mock)."""
 
     def __init__(self, store: SqliteStore) -> None:
-        self.whole: list[int] = []  # messages returned by each load_chain
+        self.whole: list[int] = []  # messages returned by each load_chain(_history)
         self.tail: list[int] = []  # messages returned by each load_chain_tail
         self._wrap(store, "load_chain", self.whole)
+        self._wrap(store, "load_chain_history", self.whole)
         self._wrap(store, "load_chain_tail", self.tail)
 
     @staticmethod
@@ -37,7 +38,7 @@ class Reads:
 
         def counted(*args: Any) -> list[Any]:
             rows = original(*args)
-            log.append(len(rows))
+            log.append(len(rows[0] if isinstance(rows, tuple) else rows))  # (history, nodes)
             return rows
 
         setattr(store, name, counted)
@@ -113,6 +114,25 @@ def test_roll_forward_reads_only_the_difference(manager: SessionManager) -> None
     assert differ <= reads.messages < differ + FIRST_PAGE * 4  # the difference, in pages
     assert all(a is b for a, b in zip(session.messages, kept, strict=False))
     assert len(session.messages) == head.message_count
+    assert_as_stored(session)
+
+
+def test_a_long_roll_forward_is_kept_compact(manager: SessionManager) -> None:
+    sid = manager.create_sync(agent())
+    _turns(manager, sid, COMPACT_AT // 2 + 20)
+    session = manager.get_sync(sid)
+    ckpts = manager.checkpointer.list_checkpoints_sync(sid)
+    head, early = ckpts[0], ckpts[-4]
+    manager.checkpointer.rollback_sync(sid, early.ckpt_id)
+    kept = list(session.messages)
+    reads = Reads(manager.store)  # type: ignore[arg-type]
+    manager.checkpointer.rollback_sync(sid, head.ckpt_id)  # more than COMPACT_AT differ
+    assert not reads.whole and reads.messages > COMPACT_AT
+    assert session.current_slot.messages._tail == []  # all in columns: none kept as objects
+    assert all(a is b for a, b in zip(session.messages, kept, strict=False))
+    assert len(session.messages) == head.message_count
+    assert_as_stored(session)
+    manager.submit_turn_sync(sid, "after the roll forward")
     assert_as_stored(session)
 
 
