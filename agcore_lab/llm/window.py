@@ -47,7 +47,7 @@ class MessageWindow(Sequence[Message]):
     def __len__(self) -> int:
         return len(self._head) + self._stop
 
-    def ends_with_all_of(self, base: list[Message]) -> bool:
+    def ends_with_all_of(self, base: Sequence[Message]) -> bool:
         """Whether the window's history part is the whole of ``base`` as it is now (O(1))."""
         return self._base is base and self._stop == len(base)
 

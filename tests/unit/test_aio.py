@@ -21,6 +21,7 @@ from agcore_lab import (
 )
 from agcore_lab.aio import bridge_loop, iterate_sync, run_sync, submit
 from agcore_lab.errors import AsyncBridgeError
+from agcore_lab.llm.history import MessageHistory
 
 
 async def _where() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
@@ -212,7 +213,7 @@ def _plain(value: Any) -> Any:
             if k not in ("created_at", "updated_at", "run_id")
             and not (k == "id" and str(v).startswith("msg_"))
         }
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | MessageHistory):
         return [_plain(v) for v in value]
     if isinstance(value, BaseException):
         return (type(value).__name__, str(value), _plain(getattr(value, "partial", None)))
