@@ -4,9 +4,12 @@ A walk that follows every relation type only needs, for each entity and each nei
 best weight of the relations between them (parallel relations of other types can only lose:
 see :mod:`agcore_lab.kg.walk`). networkx keeps ``node -> neighbour -> relation type -> data``;
 :class:`BestWeights` keeps ``node -> neighbour -> best weight`` for one direction, so a step is
-one dict lookup and one multiplication, with no edge data read. ``InMemoryGraph`` builds one
-per direction on the first walk that needs it and keeps it up to date on every write after
-that (as its keyword index), so a walk never rebuilds it.
+one dict lookup and one multiplication, with no edge data read.
+
+A node's row is made the first time a walk reaches it (from networkx's row, which stays the
+truth) and kept up to date on every write after that: a walk never rebuilds anything, the
+first walk over a large graph costs about what a walk over networkx costs, and the rows held
+grow with the part of the graph that walks visit.
 """
 
 from __future__ import annotations
@@ -30,24 +33,39 @@ def _best(keyed: Keyed) -> float:
     return max(float(data.get("weight", 1.0)) for data in keyed.values())
 
 
+class _Rows(dict[str, dict[str, float]]):
+    """``node -> neighbour -> best weight``; a missing row is made from networkx's."""
+
+    __slots__ = ("adjacency",)
+
+    def __init__(self, adjacency: Mapping[str, Mapping[str, Keyed]]) -> None:
+        super().__init__()
+        self.adjacency = adjacency
+
+    def __missing__(self, node: str) -> dict[str, float]:
+        row = self[node] = {other: _best(keyed) for other, keyed in self.adjacency[node].items()}
+        return row
+
+
 class BestWeights:
     """``node -> neighbour -> best weight`` of ``graph``, outgoing or incoming.
 
-    Every node of the graph has an entry (an empty dict when it has no neighbour this way).
+    ``weights[node]`` is the row of any node of the graph (made on first use); a node that
+    is not in the graph is a ``KeyError``.
 
     Args:
-        graph: The graph to read; its writes must be reported through :meth:`put_pair`,
-            :meth:`add_node` and :meth:`remove_node`.
+        graph: The graph to read; its writes must be reported through :meth:`put_pair` and
+            :meth:`remove_node`.
         incoming: Neighbours are the sources of relations into a node, not their targets.
 
     Example:
         >>> g = nx.MultiDiGraph()
         >>> _ = g.add_edge("a", "b", key="weak", weight=0.1)
         >>> _ = g.add_edge("a", "b", key="strong", weight=0.9)
-        >>> BestWeights(g).weights
-        {'a': {'b': 0.9}, 'b': {}}
-        >>> BestWeights(g, incoming=True).weights
-        {'a': {}, 'b': {'a': 0.9}}
+        >>> BestWeights(g).weights["a"]
+        {'b': 0.9}
+        >>> BestWeights(g, incoming=True).weights["a"]
+        {}
     """
 
     __slots__ = ("graph", "incoming", "weights")
@@ -55,29 +73,24 @@ class BestWeights:
     def __init__(self, graph: nx.MultiDiGraph, *, incoming: bool = False) -> None:
         self.graph = graph
         self.incoming = incoming
-        adjacency = graph._pred if incoming else graph._succ
-        self.weights: dict[str, dict[str, float]] = {
-            node: {other: _best(keyed) for other, keyed in neighbours.items()}
-            for node, neighbours in adjacency.items()
-        }
+        self.weights: dict[str, dict[str, float]] = _Rows(graph._pred if incoming else graph._succ)
 
     def put_pair(self, source: str, target: str) -> None:
         """The relations ``source -> target`` changed (added, re-weighted or removed)."""
-        keyed = self.graph._succ.get(source, {}).get(target)
         node, other = (target, source) if self.incoming else (source, target)
+        row = self.weights.get(node)
+        if row is None:
+            return  # made from networkx when first needed
+        keyed = self.graph._succ.get(source, {}).get(target)
         if keyed:
-            self.weights.setdefault(node, {})[other] = _best(keyed)
+            row[other] = _best(keyed)
         else:
-            self.weights.get(node, {}).pop(other, None)
+            row.pop(other, None)
 
     def put_pairs(self, pairs: Iterable[tuple[str, str]]) -> None:
         """:meth:`put_pair` for each ``(source, target)``."""
         for source, target in pairs:
             self.put_pair(source, target)
-
-    def add_node(self, node: str) -> None:
-        """A node was added (with no relations yet, or keeping the ones it has)."""
-        self.weights.setdefault(node, {})
 
     def remove_node(self, node: str) -> None:
         """``node`` is about to be removed with its relations: call this before networkx's
@@ -85,6 +98,7 @@ class BestWeights:
         weights = self.weights
         others = self.graph._succ if self.incoming else self.graph._pred
         for other in others.get(node, ()):
-            if other != node:
-                weights[other].pop(node, None)
+            row = weights.get(other)
+            if row is not None:
+                row.pop(node, None)
         weights.pop(node, None)

@@ -69,7 +69,7 @@ class InMemoryGraph:
         self._tags: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
         # Per direction (outgoing, incoming): the best weight per neighbour, for walks that
-        # follow every relation type; built by the first such walk, then kept up to date.
+        # follow every relation type; a node's row is made when a walk first reaches it.
         self._best: dict[bool, BestWeights] = {}
 
     def __repr__(self) -> str:
@@ -111,8 +111,6 @@ class InMemoryGraph:
         self._entities[entity.id] = entity
         self._keywords.put(entity)
         self._graph.add_node(entity.id)
-        for best in self._best.values():
-            best.add_node(entity.id)
         for tag in entity.tags:
             self._tags.setdefault(tag, set()).add(entity.id)
 
@@ -369,8 +367,6 @@ class InMemoryGraph:
             # networkx's bulk call; an edge already there only gets the new weight.
             self._graph.add_edges_from((s, t, r, {"weight": w}) for (s, r, t), w in weights.items())
             for best in self._best.values():
-                for end in ends:
-                    best.add_node(end)
                 best.put_pairs(dict.fromkeys((s, t) for s, _, t in weights))
         return len(parsed)
 
