@@ -209,7 +209,7 @@ def walk_untyped(
 ) -> list[ScoredEntity]:
     """:func:`search` and :func:`scored` in one pass, following every relation type over
     ``node -> neighbour -> best weight`` maps (:class:`~agcore_lab.kg._adjacency.BestWeights`,
-    one per direction followed; each must hold every node, ``source`` included).
+    one per direction followed; each gives the row of any node, ``source`` included).
 
     The same rules and the same results, with less made per step: a path is made once, when
     an entity is reached (a better arrival at the same level replaces it), and the results are
