@@ -18,6 +18,7 @@ from pydantic import JsonValue, TypeAdapter
 from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import _frames
+from agcore_lab.kg._adjacency import BestWeights
 from agcore_lab.kg._search import KeywordIndex
 from agcore_lab.kg.types import (
     EntityNotFoundError,
@@ -28,7 +29,7 @@ from agcore_lab.kg.types import (
     ScoredEntity,
     TagConstraints,
 )
-from agcore_lab.kg.walk import scored, search
+from agcore_lab.kg.walk import checked, scored, search, walk_untyped
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,6 +68,9 @@ class InMemoryGraph:
         self._graph = nx.MultiDiGraph()
         self._tags: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
+        # Per direction (outgoing, incoming): the best weight per neighbour, for walks that
+        # follow every relation type; a node's row is made when a walk first reaches it.
+        self._best: dict[bool, BestWeights] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
@@ -87,6 +91,7 @@ class InMemoryGraph:
     def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[EdgeRow]) -> None:
         self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
         self._keywords.clear()
+        self._best = {}
         for entity in entities:
             self._put_entity(entity)
         self._graph.add_edges_from(
@@ -127,6 +132,8 @@ class InMemoryGraph:
             data["properties"] = dict(relation.properties)
         else:
             data.pop("properties", None)
+        for best in self._best.values():
+            best.put_pair(source, target)
 
     def _relations(self) -> list[GraphRelation]:
         return _RELATIONS.validate_python(
@@ -215,6 +222,8 @@ class InMemoryGraph:
             self._untag(entity)
             self._keywords.discard(entity_id)
             del self._entities[entity_id]
+            for best in self._best.values():
+                best.remove_node(entity_id)  # before networkx forgets its neighbours
             self._graph.remove_node(entity_id)
             return True
 
@@ -243,6 +252,8 @@ class InMemoryGraph:
                 return False
             self._persist_relation_removal((source, relation_type, target))
             self._graph.remove_edge(source, target, key=relation_type)
+            for best in self._best.values():
+                best.put_pair(source, target)
             return True
 
     async def get_related(
@@ -262,8 +273,22 @@ class InMemoryGraph:
         """
         with self._lock:
             self._require(entity_id)
-            found, paths = search(self._graph, entity_id, depth, direction, relation_types)
-            return scored(self._entities, found, paths)
+            if relation_types is not None:
+                found, paths = search(self._graph, entity_id, depth, direction, relation_types)
+                return scored(self._entities, found, paths)
+            direction = checked(depth, direction)
+            sides: list[dict[str, dict[str, float]]] = []
+            if direction is not RelationDirection.Incoming:
+                sides.append(self._best_weights(incoming=False))
+            if direction is not RelationDirection.Outgoing:
+                sides.append(self._best_weights(incoming=True))
+            return walk_untyped(sides, self._entities, entity_id, depth)
+
+    def _best_weights(self, *, incoming: bool) -> dict[str, dict[str, float]]:
+        best = self._best.get(incoming)
+        if best is None:
+            best = self._best[incoming] = BestWeights(self._graph, incoming=incoming)
+        return best.weights
 
     async def find_by_keywords(
         self, keywords: str | Sequence[str], limit: int = 10
@@ -341,6 +366,8 @@ class InMemoryGraph:
             self._graph.add_nodes_from(ends)
             # networkx's bulk call; an edge already there only gets the new weight.
             self._graph.add_edges_from((s, t, r, {"weight": w}) for (s, r, t), w in weights.items())
+            for best in self._best.values():
+                best.put_pairs(dict.fromkeys((s, t) for s, _, t in weights))
         return len(parsed)
 
     # -- sync twins -------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
-__all__ = ["Found", "WalkStep", "scored", "search", "walk"]
+__all__ = ["Found", "WalkStep", "checked", "scored", "search", "walk", "walk_untyped"]
 
 WalkStep = tuple[str, float, list[str]]
 """``(entity_id, score, path)``; ``path`` runs from the start to ``entity_id``."""
@@ -73,6 +73,19 @@ def _typed_arrivals(
     return arrivals, parents
 
 
+def checked(depth: int, direction: RelationDirection) -> RelationDirection:
+    """``direction`` as the enum, once ``depth`` is known to be valid.
+
+    Raises:
+        InvalidInputError: ``depth`` is negative.
+    """
+    if depth < 0:
+        raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
+    if type(direction) is not RelationDirection:  # a plain string ("both"): calling the
+        direction = RelationDirection(direction)  # enum costs as much as a short walk
+    return direction
+
+
 def search(
     graph: nx.MultiDiGraph,
     source: str,
@@ -86,10 +99,7 @@ def search(
     Raises:
         InvalidInputError: ``depth`` is negative.
     """
-    if depth < 0:
-        raise InvalidInputError(f"depth must be >= 0, got {depth}", depth=depth)
-    if type(direction) is not RelationDirection:  # a plain string ("both"): calling the
-        direction = RelationDirection(direction)  # enum costs as much as a short walk
+    direction = checked(depth, direction)
     types = None if relation_types is None else frozenset(relation_types)
     # networkx's own adjacency dicts (node -> neighbour -> key -> data), as its algorithms
     # read them: no edge views or tuples per step.
@@ -169,18 +179,65 @@ _SCORED_FIELDS = frozenset(ScoredEntity.model_fields)
 def scored(
     entities: Mapping[str, GraphEntity], found: Found, paths: dict[str, list[str]]
 ) -> list[ScoredEntity]:
-    """The results of :func:`search` as :class:`ScoredEntity` objects, built without a
-    validation pass: every value is already of its field's type (an entity from the graph, a
-    float, a fresh list of ids). A walk returns dozens of them, and building them is most of
-    its cost."""
-    count = len(found)
+    """The results of :func:`search` as :class:`ScoredEntity` objects (see :func:`_results`)."""
+    return _results(
+        [
+            {"entity": entities[node], "score": -negative, "path": paths[node]}
+            for negative, _, node in found
+        ]
+    )
+
+
+def _results(fields: list[dict[str, Any]]) -> list[ScoredEntity]:
+    """:class:`ScoredEntity` objects with these fields, built without a validation pass:
+    every value is already of its field's type (an entity from the graph, a float, a fresh
+    list of ids). A walk returns dozens of them, and building them is most of its cost."""
+    count = len(fields)
     results: list[ScoredEntity] = list(map(ScoredEntity.__new__, repeat(ScoredEntity, count)))
-    fields = [
-        {"entity": entities[node], "score": -negative, "path": paths[node]}
-        for negative, _, node in found
-    ]
     deque(map(_SET_DICT, results, fields), 0)
     deque(map(_SET_FIELDS, results, repeat(set(_SCORED_FIELDS), count)), 0)
     deque(map(_SET_EXTRA, results, repeat(None, count)), 0)
     deque(map(_SET_PRIVATE, results, repeat(None, count)), 0)
     return results
+
+
+def walk_untyped(
+    sides: list[dict[str, dict[str, float]]],
+    entities: Mapping[str, GraphEntity],
+    source: str,
+    depth: int,
+) -> list[ScoredEntity]:
+    """:func:`search` and :func:`scored` in one pass, following every relation type over
+    ``node -> neighbour -> best weight`` maps (:class:`~agcore_lab.kg._adjacency.BestWeights`,
+    one per direction followed; each gives the row of any node, ``source`` included).
+
+    The same rules and the same results, with less made per step: a path is made once, when
+    an entity is reached (a better arrival at the same level replaces it), and the results are
+    ordered by one stable sort on the score of entities listed level by level in id order.
+    """
+    scores: dict[str, float] = {source: 1.0}
+    paths: dict[str, list[str]] = {source: [source]}
+    reached: list[str] = []
+    frontier = [source]
+    for _ in range(depth):
+        arrivals: dict[str, float] = {}
+        best = arrivals.get
+        for node in frontier:  # in id order: on equal scores the first path found wins
+            score, path = scores[node], paths[node]
+            for side in sides:
+                for other, weight in side[node].items():
+                    if other in scores:
+                        continue  # reached at an earlier level (or the source)
+                    candidate = score * weight
+                    if candidate > best(other, -1.0):
+                        arrivals[other] = candidate
+                        paths[other] = [*path, other]
+        if not arrivals:
+            break
+        scores.update(arrivals)
+        frontier = sorted(arrivals)
+        reached += frontier
+    reached.sort(key=scores.__getitem__, reverse=True)  # stable: then by level, then by id
+    return _results(
+        [{"entity": entities[node], "score": scores[node], "path": paths[node]} for node in reached]
+    )

@@ -38,6 +38,7 @@ BULK_MAX_PIECES = 4
 """More pieces than this per ``chunk_size`` of text (sampled at its start): walked, as the
 walk's cost is per chunk and the bulk merge's per piece."""
 _SAMPLE = 16  # chunk sizes of text sampled
+_START = re.Match.start
 
 
 @functools.cache
@@ -70,7 +71,7 @@ def merge_bulk(
     import numpy as np
 
     n, m = len(text), len(sep)
-    points = np.array([match.start() for match in _finditer(sep)(text)], dtype=np.int64)
+    points = np.fromiter(map(_START, _finditer(sep)(text)), dtype=np.int64)
     if not points.size:  # the last separator, tried although it does not occur
         return False
     gap = 0
@@ -98,31 +99,35 @@ def merge_bulk(
     firsts = offsets[:-1]
     lengths = offsets[1:] - firsts - gap
     is_long = lengths >= size
+    pieces = np.arange(count)
     # For each piece: the next long piece at or after it (or `count`), where its run ends.
     longs = np.append(np.flatnonzero(is_long), count)
-    run_end = longs[np.searchsorted(longs, np.arange(count))]
+    run_end = longs[np.searchsorted(longs, pieces)]
     end = np.minimum(np.searchsorted(offsets, firsts + (size + gap), side="right") - 1, run_end)
     after = offsets[np.minimum(end + 1, count)]
     floor = np.maximum(offsets[end] - overlap, after - size) - gap
-    following = np.maximum(np.searchsorted(offsets, floor), np.arange(count))
+    following = np.maximum(np.searchsorted(offsets, floor), pieces)
     # A chunk that reaches the end of its run is followed by the long piece (or nothing).
     jumps = np.where(end < run_end, following, end).tolist()
-    chunk_ends = (offsets[end] - gap).tolist()
+    stops = offsets[end] - gap
+    stops[is_long] = -1  # a long piece: split further
+    chunk_ends = stops.tolist()
     piece_starts = firsts.tolist()
-    long_flags = is_long.tolist()
-    strip, long_piece, append = splitter.strip_whitespace, splitter.long_piece, out.append
+    # Spans in the source: the same numbers at the top level (base 0), else shifted.
+    span_starts = (firsts + base).tolist() if base else piece_starts
+    span_ends = (stops + base).tolist() if base else chunk_ends
+    long_piece, append = splitter.long_piece, out.append
+    strip = str.strip if splitter.strip_whitespace else str
     first = 0
     while first < count:
-        start = piece_starts[first]
-        if long_flags[first]:
+        stop = chunk_ends[first]
+        if stop < 0:
+            start = piece_starts[first]
             long_piece(text, base, start, start + int(lengths[first]), rest, out)
             first += 1
             continue
-        stop = chunk_ends[first]
-        chunk = text[start:stop]
-        if strip:
-            chunk = chunk.strip()
+        chunk = strip(text[piece_starts[first] : stop])
         if chunk:
-            append((chunk, base + start, base + stop))
+            append((chunk, span_starts[first], span_ends[first]))
         first = jumps[first]
     return True

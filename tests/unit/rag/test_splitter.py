@@ -306,3 +306,45 @@ def test_spans_are_the_same_whichever_merge(
         monkeypatch.setattr(_bulk, "BULK_MAX_PIECES", math.inf)
         assert splitter.chunk_spans(text) == walked
         monkeypatch.undo()
+
+
+def _long_random_text(rng: random.Random) -> str:
+    """Paragraphs of prose, code, Chinese and emoji, some longer than 1,000 characters with no
+    blank line, joined by runs of 1-4 newlines and now and then spaces at the edges."""
+    words = ["slot", "fork", "merge", "checkpoint", "a", "the", "vector", "工具", "😀", "x_1"]
+    paragraphs = []
+    for _ in range(rng.randint(5, 60)):
+        kind = rng.random()
+        if kind < 0.5:
+            sentences = [
+                " ".join(rng.choice(words) for _ in range(rng.randint(3, 30))) + rng.choice(".!?。")
+                for _ in range(rng.randint(1, 25 if rng.random() < 0.2 else 6))
+            ]
+            paragraphs.append(" ".join(sentences))
+        elif kind < 0.8:
+            lines = [f"def f{rng.randint(0, 99)}():"]
+            lines += ["    " * rng.randint(1, 3) + "x = 1" for _ in range(rng.randint(1, 80))]
+            paragraphs.append("\n".join(lines))
+        else:
+            paragraphs.append(
+                "".join(rng.choice("机器学习会话检查点。，") for _ in range(rng.randint(5, 1500)))
+            )
+        if rng.random() < 0.1:
+            paragraphs[-1] = " " * rng.randint(1, 3) + paragraphs[-1] + " "
+    seps = ["\n\n"] * 8 + ["\n\n\n", "\n\n\n\n", "\n", "\n\n \n\n"]
+    return "".join(p + rng.choice(seps) for p in paragraphs)
+
+
+@pytest.mark.parametrize("keep", KEEP_MODES)
+@pytest.mark.usefixtures("merge")
+def test_long_random_texts_match_langchain_at_the_benchmark_sizes(keep: KeepSeparator) -> None:
+    # The benchmark's sizes (bench/rag.py), on long texts of varied pieces: long pieces split
+    # further, runs of separators (empty pieces when dropped), whitespace at chunk edges.
+    rng = random.Random(f"long-{keep}")
+    for _ in range(12):
+        text = _long_random_text(rng)
+        for size, overlap in ((200, 20), (1000, 200), (4000, 400)):
+            ours, theirs = _pair(size, overlap, None, keep)
+            assert ours.split_text(text) == theirs.split_text(text), (size, overlap)
+            spans = ours.chunk_spans(text)
+            assert [s.text for s in spans] == [c for c in ours.split_text(text) if c.strip()]
