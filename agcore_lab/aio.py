@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import os
 import threading
 import time
@@ -155,10 +156,11 @@ class _Handoff:
     lock the caller waits on, released by the task itself as the coroutine ends (no done
     callback, so no extra turn of the loop)."""
 
-    __slots__ = ("cancelled", "coro", "done", "dropped", "error", "result", "task")
+    __slots__ = ("cancelled", "context", "coro", "done", "dropped", "error", "result", "task")
 
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.coro = coro
+        self.context = contextvars.copy_context()  # the caller's, as call_soon_threadsafe does
         self.done = threading.Lock()
         self.done.acquire()
         self.dropped = False
@@ -171,7 +173,7 @@ class _Handoff:
         if self.dropped:  # the caller gave up before the loop got to it
             self.coro.close()
             return
-        self.task = loop.create_task(self._drive())
+        self.task = loop.create_task(self._drive(), context=self.context)
 
     async def _drive(self) -> None:
         try:
@@ -227,8 +229,8 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
 
     Works in a plain script, in a thread, and in a Jupyter cell (where a loop is already
     running). Interrupting the wait (Ctrl-C) cancels the coroutine. The coroutine runs in a
-    task of its own on the background loop (so in a copy of that thread's context, not the
-    caller's).
+    task of its own on the background loop, in a copy of the caller's context: it sees the
+    caller's context variables, and what it sets stays with it.
 
     Args:
         coro: The coroutine to run.

@@ -172,17 +172,25 @@ def test_a_keyboard_interrupt_raised_by_the_coroutine_reaches_the_caller() -> No
 _VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
 
 
-def test_each_call_runs_in_a_context_of_its_own() -> None:
+def test_each_call_runs_in_a_copy_of_the_callers_context() -> None:
     async def set_and_read(value: str) -> tuple[str, str]:
         before = _VAR.get()
         _VAR.set(value)
         await asyncio.sleep(0)
         return before, _VAR.get()
 
-    _VAR.set("the caller's")
-    assert run_sync(set_and_read("first")) == ("unset", "first")
-    assert run_sync(set_and_read("second")) == ("unset", "second")  # nothing leaked
-    assert _VAR.get() == "the caller's"
+    token = _VAR.set("the caller's")
+    try:
+        assert run_sync(set_and_read("first")) == ("the caller's", "first")
+        assert run_sync(set_and_read("second")) == ("the caller's", "second")  # nothing leaked
+        assert _VAR.get() == "the caller's"
+        seen: list[tuple[str, str]] = []
+        other = threading.Thread(target=lambda: seen.append(run_sync(set_and_read("t"))))
+        other.start()
+        other.join(10)
+        assert seen == [("unset", "t")]  # another thread's caller has its own context
+    finally:
+        _VAR.reset(token)
 
 
 def test_many_threads_calling_at_once_each_get_their_own_results() -> None:
