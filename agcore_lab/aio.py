@@ -40,7 +40,7 @@ __all__ = ["CrossLoopLock", "bridge_loop", "iterate_sync", "run_sync", "submit"]
 
 T = TypeVar("T")
 
-SPIN_SECONDS = 100e-6
+SPIN_SECONDS = 50e-6
 """How long :func:`run_sync` polls for its result (yielding the CPU between polls) before it
 blocks. A thread that blocks lets its CPU go idle, and waking an idle CPU is most of a short
 call's cost on a virtual machine (tens of microseconds); a call longer than this costs at most
