@@ -99,13 +99,17 @@ class SqliteVectorStore(InMemoryVectorStore):
             if gone:
                 delete_vectors(conn, self.namespace, gone)
             if docs:
-                # A generator for the records: no tuple per document outlives its row.
-                records = ((d.content, d.metadata, d.mime_type) for d in docs)  # only read
+                # Columns, not a tuple per document (which the garbage collector would walk).
+                columns = (
+                    [d.content for d in docs],
+                    [d.metadata for d in docs],  # only read
+                    [d.mime_type for d in docs],
+                )
                 insert_vectors(
                     conn,
                     self.namespace,
                     [d.id for d in docs],
-                    records,
+                    columns,
                     vectors,
                     utcnow().isoformat(),
                 )

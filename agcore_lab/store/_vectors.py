@@ -23,8 +23,10 @@ a transaction the caller holds, except :func:`truncate_wal`.
 from __future__ import annotations
 
 import json.encoder
+import operator
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ from agcore_lab.store._json import _ENCODER, compact
 
 __all__ = [
     "BLOCK_BYTES",
+    "DocColumns",
     "VectorRows",
     "delete_vectors",
     "insert_vectors",
@@ -50,6 +53,8 @@ BLOCK_BYTES = 1 << 17
 # (doc ids, (content, metadata_json, mime_type) per row, a float32 matrix whose first rows are
 # the vectors)
 VectorRows = tuple[list[str], list[tuple[str, str, str]], NDArray[np.float32]]
+# The documents to insert, column by column: contents, metadata dicts, MIME types.
+DocColumns = tuple[Sequence[str], Sequence[dict[str, Any]], Sequence[str]]
 
 
 def _row_encoder() -> Callable[[Any], str]:
@@ -77,40 +82,65 @@ def _row_encoder() -> Callable[[Any], str]:
 _encode_row_json = _row_encoder()
 
 
-def _row(
+_NONE = type(None)
+_TEXT: frozenset[type] = frozenset({_NONE, str})
+_WHOLE: frozenset[type] = frozenset({_NONE, int})
+
+
+def _text_or_null(value: object) -> object:
+    return value if value is None or isinstance(value, str) else None
+
+
+def _whole_or_null(value: object) -> object:
+    if value is None or type(value) is int:
+        return value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _flat_column(
+    metas: Sequence[dict[str, Any]],
+    key: str,
+    plain: frozenset[type],
+    keep: Callable[[object], object],
+) -> list[Any]:
+    """``metadata[key]`` of each document for a flat column: NULL where it is missing or not
+    of the column's type. Whole columns at C speed (``map``); a value-by-value pass only when
+    some value is of another type than ``plain`` lets through as it is."""
+    count = len(metas)
+    if not any(map(operator.contains, metas, repeat(key, count))):
+        return [None] * count
+    values = list(map(operator.methodcaller("get", key), metas))
+    if set(map(type, values)) <= plain:
+        return values
+    return list(map(keep, values))
+
+
+def _doc_rows(
     namespace: str,
-    doc_id: str,
-    content: str,
-    metadata: dict[str, Any],
-    mime_type: str,
-    block: int,
-    slot: int,
-) -> tuple[Any, ...]:
-    """The columns of one document (a flat column is NULL unless its value has its type)."""
-    get = metadata.get
-    source, chunk, start, end = (
-        get("source_id"),
-        get("chunk_index"),
-        get("start_index"),
-        get("end_index"),
+    ids: Sequence[str],
+    documents: DocColumns,
+    blocks_of: list[int],
+    slots: list[int],
+) -> Iterator[tuple[Any, ...]]:
+    """The ``vector_docs`` rows, zipped from columns (a flat column is NULL unless its value
+    has its type; ``metadata_json`` holds all of the metadata). Nothing per document is built
+    but the strings bound and one row tuple at a time, so a bulk add leaves the garbage
+    collector nothing to walk."""
+    contents, metas, mime_types = documents
+    return zip(
+        repeat(namespace, len(ids)),
+        ids,
+        _flat_column(metas, "source_id", _TEXT, _text_or_null),
+        _flat_column(metas, "chunk_index", _WHOLE, _whole_or_null),
+        _flat_column(metas, "start_index", _WHOLE, _whole_or_null),
+        _flat_column(metas, "end_index", _WHOLE, _whole_or_null),
+        mime_types,
+        contents,
+        map(_encode_row_json, metas),
+        blocks_of,
+        slots,
+        strict=True,
     )
-    return (
-        namespace,
-        doc_id,
-        source if source is None or isinstance(source, str) else None,
-        chunk if chunk is None or type(chunk) is int or _integer(chunk) else None,
-        start if start is None or type(start) is int or _integer(start) else None,
-        end if end is None or type(end) is int or _integer(end) else None,
-        mime_type,
-        content,
-        _encode_row_json(metadata),
-        block,
-        slot,
-    )
-
-
-def _integer(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def namespace_dim(conn: sqlite3.Connection, namespace: str) -> int | None:
@@ -148,7 +178,9 @@ def move_vectors_into_blocks(conn: sqlite3.Connection) -> None:
             )
 
 
-def _insert_block(conn: sqlite3.Connection, namespace: str, data: bytes, count: int) -> int:
+def _insert_block(
+    conn: sqlite3.Connection, namespace: str, data: bytes | memoryview, count: int
+) -> int:
     cursor = conn.execute(
         "INSERT INTO vector_blocks (namespace, count, embeddings) VALUES (?, ?, ?)",
         (namespace, count, data),
@@ -161,12 +193,12 @@ def insert_vectors(
     conn: sqlite3.Connection,
     namespace: str,
     ids: Sequence[str],
-    records: Iterable[tuple[str, dict[str, Any], str]],
+    documents: DocColumns,
     vectors: NDArray[np.float32],
     created_at: str,
 ) -> None:
-    """Insert documents (``ids``, with their (content, metadata, MIME type) ``records``, read
-    once) with their unit ``vectors``.
+    """Insert documents (``ids``, with their contents, metadata and MIME types as three
+    columns, ``documents``) with their unit ``vectors``.
 
     Raises:
         InvalidInputError: The namespace holds vectors of another dimension.
@@ -184,7 +216,10 @@ def insert_vectors(
             f"namespace {namespace!r} holds vectors of dimension {stored}, not {dim}",
             namespace=namespace,
         )
-    little = vectors.astype("<f4", copy=False)
+    # The vectors' bytes, sliced per block without a copy (bound as BLOBs straight from them).
+    little = np.ascontiguousarray(vectors.astype("<f4", copy=False))
+    raw: memoryview = memoryview(little.reshape(-1)).cast("B")  # type: ignore[arg-type]
+    width = 4 * dim
     capacity, count = block_capacity(dim), len(ids)
     # The namespace's last blocks join the first new one while they are no bigger than what is
     # added and everything fits in one block (so small adds do not each leave a small block).
@@ -208,7 +243,7 @@ def insert_vectors(
             conn.execute("SELECT embeddings FROM vector_blocks WHERE block = ?", (b,)).fetchone()[0]
             for b, _ in merged
         )
-        block = _insert_block(conn, namespace, old + little.tobytes(), pending)
+        block = _insert_block(conn, namespace, b"".join((old, raw)), pending)
         blocks = [b for b, _ in merged]
         marks = ",".join("?" * len(blocks))
         conn.execute(f"DELETE FROM vector_blocks WHERE block IN ({marks})", blocks)
@@ -225,7 +260,7 @@ def insert_vectors(
         start = count
     while start < count:
         stop = min(start + capacity, count)
-        block = _insert_block(conn, namespace, little[start:stop].tobytes(), stop - start)
+        block = _insert_block(conn, namespace, raw[start * width : stop * width], stop - start)
         blocks_of += [block] * (stop - start)
         slots += range(stop - start)
         start = stop
@@ -235,14 +270,9 @@ def insert_vectors(
             "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
             "end_index, mime_type, content, metadata_json, block, slot) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            # A generator: each row's tuple is gone once bound, so a bulk add does not hold
-            # (and make the garbage collector walk) one more object per document.
-            (
-                _row(namespace, doc_id, content, metadata, mime_type, block, slot)
-                for doc_id, (content, metadata, mime_type), block, slot in zip(
-                    ids, records, blocks_of, slots, strict=True
-                )
-            ),
+            # Rows zipped from columns: each row's tuple is gone once bound, so a bulk add
+            # does not hold (and make the garbage collector walk) one more object per document.
+            _doc_rows(namespace, ids, documents, blocks_of, slots),
         )
     except sqlite3.IntegrityError:
         # Perhaps the unique index on (namespace, doc_id) refused a row: an id stored

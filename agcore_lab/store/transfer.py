@@ -354,8 +354,8 @@ def _insert_sqlite_vectors(
 ) -> None:
     # rows of (id, content, metadata, MIME type), as insert_pg_vectors takes them
     ids = [row[0] for row in rows]
-    records = ((content, metadata, mime) for _, content, metadata, mime in rows)
-    insert_vectors(conn, namespace, ids, records, vectors, created_at)
+    columns = ([row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows])
+    insert_vectors(conn, namespace, ids, columns, vectors, created_at)
 
 
 def _verify(read: Any, write: Any, report: MigrationReport) -> None:

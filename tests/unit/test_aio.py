@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -18,6 +21,7 @@ from agcore_lab import (
     MergeStrategy,
     ScriptedModel,
     ToolCall,
+    aio,
 )
 from agcore_lab.aio import bridge_loop, iterate_sync, run_sync, submit
 from agcore_lab.errors import AsyncBridgeError
@@ -118,6 +122,130 @@ def test_run_sync_timeout_cancels_the_coroutine() -> None:
     with pytest.raises(TimeoutError):
         run_sync(slow(), timeout=0.05)
     assert cancelled.wait(5)
+
+
+def test_ctrl_c_while_waiting_cancels_the_coroutine() -> None:
+    # A KeyboardInterrupt in a cell arrives as SIGINT in the main thread while run_sync waits.
+    assert threading.current_thread() is threading.main_thread()
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def slow() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def interrupt() -> None:
+        if started.wait(5):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(slow(), timeout=10)
+    assert cancelled.wait(5)
+    assert run_sync(asyncio.sleep(0, "the bridge still works")) == "the bridge still works"
+
+
+def test_a_coroutine_cancelled_on_the_loop_raises_cancelled_error() -> None:
+    async def cancelled_by_the_engine() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.sleep(0)
+
+    with pytest.raises(concurrent.futures.CancelledError):
+        run_sync(cancelled_by_the_engine())
+
+
+def test_a_keyboard_interrupt_raised_by_the_coroutine_reaches_the_caller() -> None:
+    async def interrupted() -> None:
+        await asyncio.sleep(0)
+        raise KeyboardInterrupt
+
+    loop = bridge_loop()
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(interrupted())
+    assert bridge_loop() is loop and run_sync(asyncio.sleep(0, 7)) == 7  # the loop carried on
+
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
+
+
+def test_each_call_runs_in_a_copy_of_the_callers_context() -> None:
+    async def set_and_read(value: str) -> tuple[str, str]:
+        before = _VAR.get()
+        _VAR.set(value)
+        await asyncio.sleep(0)
+        return before, _VAR.get()
+
+    token = _VAR.set("the caller's")
+    try:
+        assert run_sync(set_and_read("first")) == ("the caller's", "first")
+        assert run_sync(set_and_read("second")) == ("the caller's", "second")  # nothing leaked
+        assert _VAR.get() == "the caller's"
+        seen: list[tuple[str, str]] = []
+        other = threading.Thread(target=lambda: seen.append(run_sync(set_and_read("t"))))
+        other.start()
+        other.join(10)
+        assert seen == [("unset", "t")]  # another thread's caller has its own context
+    finally:
+        _VAR.reset(token)
+
+
+def test_many_threads_calling_at_once_each_get_their_own_results() -> None:
+    async def echo(thread: int, i: int) -> tuple[int, int]:
+        if i % 3 == 0:
+            await asyncio.sleep(0)
+        return thread, i
+
+    results: dict[int, list[tuple[int, int]]] = {}
+
+    def caller(thread: int) -> None:
+        results[thread] = [run_sync(echo(thread, i)) for i in range(300)]
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == {n: [(n, i) for i in range(300)] for n in range(8)}
+
+
+@pytest.mark.parametrize("eventfd", [True, False])
+def test_both_ways_of_waking_the_loop_run_the_coroutine_there(eventfd: bool) -> None:
+    # eventfd where the platform has it; call_soon_threadsafe otherwise.
+    bridge = aio._Bridge(eventfd=eventfd)
+    try:
+        assert (bridge.efd is not None) == (eventfd and hasattr(aio.os, "eventfd"))
+
+        async def where(x: int) -> tuple[int, threading.Thread]:
+            await asyncio.sleep(0)
+            return 2 * x, threading.current_thread()
+
+        for x in range(50):
+            call = aio._Handoff(where(x))
+            bridge.post(call)
+            assert call.wait(10)
+            assert call.outcome() == (2 * x, bridge.thread)
+    finally:
+        bridge.loop.call_soon_threadsafe(bridge.loop.stop)
+        bridge.thread.join(5)
+        if bridge.efd is not None:
+            bridge.loop.remove_reader(bridge.efd)
+            aio.os.close(bridge.efd)
+        bridge.loop.close()
+
+
+def test_a_short_timeout_still_waits_the_time_given() -> None:
+    async def slow() -> None:
+        await asyncio.sleep(30)
+
+    for timeout in (0.0, 50e-6, 0.02):
+        with pytest.raises(TimeoutError):
+            run_sync(slow(), timeout=timeout)
+    assert run_sync(asyncio.sleep(0.001, "in time"), timeout=10) == "in time"
 
 
 def test_submit_returns_a_future_at_once() -> None:

@@ -3,6 +3,7 @@ backends); then what only the SQLite one does: writes first, memory second."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 
@@ -293,6 +294,41 @@ def test_sqlite_rows_are_flat_and_vectors_are_float32_blobs() -> None:
     stored = np.frombuffer(blob, dtype="<f4")
     assert np.allclose(stored, vector / np.linalg.norm(vector))  # the normalized vector
     assert np.linalg.norm(stored) == pytest.approx(1.0, abs=1e-6)
+
+
+class _Position(int):
+    """An int subclass (as some libraries return): a whole number, so a flat column keeps it."""
+
+
+def test_sqlite_flat_columns_hold_only_values_of_their_type_in_a_mixed_batch() -> None:
+    # Built column by column for the whole batch: a value of another type in one document
+    # must make only that document's cell NULL (its metadata_json keeps everything).
+    db = SqliteStore(":memory:")
+    store = SqliteVectorStore(db, "ns")
+    metadata: list[dict[str, object]] = [
+        {"source_id": "a", "chunk_index": 0, "start_index": 0, "end_index": 5},
+        {"source_id": 7, "chunk_index": True, "start_index": 2.0, "end_index": "9"},
+        {"chunk_index": _Position(4), "title": "no source"},
+        {},
+        {"source_id": None, "chunk_index": None, "nested": {"k": [1, 2]}},
+    ]
+    docs = [Document(id=f"d{i}", content=f"text {i}", metadata=m) for i, m in enumerate(metadata)]
+    store.add(docs, np.eye(len(docs), 8, dtype=np.float32) + 0.5)
+    with db.transaction(write=False) as conn:
+        rows = conn.execute(
+            "SELECT doc_id, source_id, chunk_index, start_index, end_index, metadata_json "
+            "FROM vector_docs ORDER BY seq"
+        ).fetchall()
+    assert [row[:5] for row in rows] == [
+        ("d0", "a", 0, 0, 5),
+        ("d1", None, None, None, None),
+        ("d2", None, 4, None, None),
+        ("d3", None, None, None, None),
+        ("d4", None, None, None, None),
+    ]
+    assert [json.loads(row[5]) for row in rows] == [d.metadata for d in docs]
+    reopened = SqliteVectorStore(db, "ns")
+    assert [d.metadata for d in reopened.get([d.id for d in docs])] == metadata
 
 
 def test_sqlite_namespace_must_be_named() -> None:
