@@ -15,6 +15,8 @@ import sqlite3
 from collections.abc import Callable
 
 from agcore_lab.errors import StorageError
+from agcore_lab.store._node_keys import id_sql
+from agcore_lab.store._sqlite_nodes import write_old_rows
 from agcore_lab.store._vectors import move_vectors_into_blocks
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
@@ -395,6 +397,97 @@ def _m010_checkpoint_id_index(conn: sqlite3.Connection) -> None:
     _run(conn, "CREATE INDEX IF NOT EXISTS checkpoints_ckpt_id ON checkpoints(ckpt_id)")
 
 
+# Schema 11 (issue 16, lean storage): messages and links become rows of one rowid table keyed
+# by the integer their id encodes (store/_node_keys.py), with integer session numbers, role
+# codes and times as offsets; ``messages`` and ``message_links`` are views giving the old
+# columns, so ``pd.read_sql("select * from messages", conn)`` reads as before.
+_M011_NODES = """
+CREATE TABLE chain_nodes (
+    node         INTEGER PRIMARY KEY,
+    tail         INTEGER,
+    session      INTEGER NOT NULL,
+    parent       INTEGER,
+    depth        INTEGER,
+    role         INTEGER,
+    content      TEXT,
+    created      INTEGER,
+    message      INTEGER,
+    tool_call_id TEXT,
+    tool_name    TEXT,
+    extra_json   TEXT
+);
+CREATE TABLE session_keys (
+    key        INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE text_ids (
+    key INTEGER PRIMARY KEY,
+    id  TEXT NOT NULL UNIQUE
+)
+"""
+
+
+def _parent_sql(row: str, column: str) -> str:
+    return (
+        f"coalesce((SELECT {id_sql('p')} FROM chain_nodes p WHERE p.node = {row}.{column}), "
+        f"(SELECT id FROM text_ids WHERE key = {row}.{column}))"
+    )
+
+
+_M011_VIEWS = f"""
+CREATE VIEW messages AS
+    SELECT {id_sql("m")} AS message_id,
+           s.session_id AS session_id,
+           {_parent_sql("m", "parent")} AS parent_id,
+           m.depth AS depth,
+           CASE m.role WHEN 0 THEN 'assistant' WHEN 1 THEN 'user' WHEN 2 THEN 'system'
+                       WHEN 3 THEN 'tool' END AS role,
+           m.content AS content,
+           m.tool_call_id AS tool_call_id,
+           m.tool_name AS tool_name,
+           m.created + CASE WHEN m.node > 0 THEN m.node / 1000 ELSE 0 END AS created_us,
+           m.extra_json AS extra_json
+    FROM chain_nodes m JOIN session_keys s ON s.key = m.session
+    WHERE m.role IS NOT NULL;
+CREATE VIEW message_links AS
+    SELECT {id_sql("l")} AS node_id,
+           {_parent_sql("l", "parent")} AS parent_node_id,
+           {_parent_sql("l", "message")} AS message_id,
+           l.depth AS depth,
+           s.session_id AS session_id
+    FROM chain_nodes l JOIN session_keys s ON s.key = l.session
+    WHERE l.role IS NULL
+"""
+
+
+def _m011_chain_nodes(conn: sqlite3.Connection) -> None:
+    # In place, in the migration's transaction: the old tables renamed, the new ones filled
+    # from them in id order (so rowid pages fill), then dropped.
+    _run(
+        conn,
+        """
+        DROP INDEX message_links_session;
+        DROP INDEX message_links_message;
+        ALTER TABLE messages RENAME TO messages_m010;
+        ALTER TABLE message_links RENAME TO message_links_m010
+        """,
+    )
+    _run(conn, _M011_NODES)
+    messages = conn.execute(
+        "SELECT message_id, session_id, parent_id, depth, role, content, tool_call_id, "
+        "tool_name, created_us, extra_json FROM messages_m010 ORDER BY message_id"
+    )
+    while batch := messages.fetchmany(5000):
+        write_old_rows(conn, batch, [])
+    links = conn.execute(
+        "SELECT node_id, parent_node_id, message_id, depth, session_id FROM message_links_m010 "
+        "ORDER BY node_id"
+    ).fetchall()
+    write_old_rows(conn, [], links)
+    _run(conn, "DROP TABLE messages_m010;\nDROP TABLE message_links_m010")
+    _run(conn, _M011_VIEWS)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core,
     _m002_checkpoints,
@@ -406,6 +499,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m008_vector_blocks,
     _m009_versioned_state,
     _m010_checkpoint_id_index,
+    _m011_chain_nodes,
 ]
 
 
