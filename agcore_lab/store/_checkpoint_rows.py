@@ -357,15 +357,25 @@ def _states(conn: sqlite3.Connection, digests: set[str]) -> dict[str, dict[str, 
 
 
 def read_checkpoints(
-    conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
+    conn: sqlite3.Connection,
+    where: str,
+    params: Sequence[Any],
+    limit: int | None = None,
+    *,
+    rows: list[tuple[Any, ...]] | None = None,
 ) -> list[CkptMeta]:
-    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``."""
-    sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
-    cursor = conn.execute(
-        sql if limit is None else sql + " LIMIT ?",
-        tuple(params) if limit is None else (*params, limit),
-    )
-    rows = [tuple(r) for r in cursor.fetchall()]
+    """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``.
+
+    ``rows``: the rows (in :data:`COLUMNS`, newest first) read already — SQLite's schema 11
+    reads its lean rows itself (``_sqlite_checkpoints.old_rows``); ``where`` is not used then.
+    """
+    if rows is None:
+        sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
+        cursor = conn.execute(
+            sql if limit is None else sql + " LIMIT ?",
+            tuple(params) if limit is None else (*params, limit),
+        )
+        rows = [tuple(r) for r in cursor.fetchall()]
     heads = [_heads(row) for row in rows]
     digests = {
         pair[1]

@@ -30,6 +30,7 @@ __all__ = [
     "LINK",
     "ROLE_CODES",
     "ROLE_NAMES",
+    "digits_sql",
     "id_sql",
     "new_text_key",
     "key_sql",
@@ -77,21 +78,24 @@ def render(key: int, tail: int, prefix: str) -> str:
     )
 
 
-def id_sql(row: str) -> str:
-    """An SQL expression of the text id of node row ``row`` (an alias of ``chain_nodes``):
+def digits_sql(key: str, tail: str) -> str:
+    """An SQL expression of the 17 digits of positive ``key`` and ``tail`` (SQL expressions):
     for views and conversions, where no Python function can be called."""
     clock = " || ".join(
-        f"substr('{_ALPHABET}', (({row}.node >> {shift}) & 31) + 1, 1)"
-        for shift in range(60, -1, -5)
+        f"substr('{_ALPHABET}', ((({key}) >> {shift}) & 31) + 1, 1)" for shift in range(60, -1, -5)
     )
-    tail = " || ".join(
-        f"substr('{_ALPHABET}', (({row}.tail >> {shift}) & 31) + 1, 1)"
-        for shift in range(15, -1, -5)
+    rest = " || ".join(
+        f"substr('{_ALPHABET}', ((({tail}) >> {shift}) & 31) + 1, 1)" for shift in range(15, -1, -5)
     )
+    return f"{clock} || {rest}"
+
+
+def id_sql(row: str) -> str:
+    """An SQL expression of the text id of node row ``row`` (an alias of ``chain_nodes``)."""
     return (
         f"CASE WHEN {row}.node < 0 THEN (SELECT id FROM text_ids WHERE key = {row}.node) "
         f"ELSE CASE WHEN {row}.role IS NULL THEN '{LINK}_' ELSE '{MESSAGE}_' END "
-        f"|| {clock} || {tail} END"
+        f"|| {digits_sql(f'{row}.node', f'{row}.tail')} END"
     )
 
 

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._node_keys import (
     LINK,
     MESSAGE,
@@ -25,6 +26,7 @@ from agcore_lab.store._node_keys import (
     split_id,
     text_keys,
 )
+from agcore_lab.store._sqlite_checkpoints import write_checkpoint
 
 __all__ = ["INSERT_NODE", "Keys", "node_texts", "write_old_rows"]
 
@@ -251,8 +253,11 @@ OLD_TABLES = {
         "extra_json",
     ),
     "message_links": ("node_id", "parent_node_id", "message_id", "depth", "session_id"),
+    "checkpoints": CHECKPOINT_COLUMNS,
 }
-BASE_TABLES = frozenset({"chain_nodes", "session_keys", "text_ids"})
+BASE_TABLES = frozenset(
+    {"chain_nodes", "session_keys", "text_ids", "checkpoint_rows", "checkpoint_ids", "names"}
+)
 
 
 def write_old_table(
@@ -263,11 +268,17 @@ def write_old_table(
     shaped = [tuple(row[i] for i in order) for row in rows]
     if table == "messages":
         write_old_rows(conn, shaped, [])
+    elif table == "checkpoints":
+        for row in shaped:
+            write_checkpoint(conn, row)
     else:
         write_old_rows(conn, [], shaped)
 
 
 def clear_old_table(conn: sqlite3.Connection, table: str) -> None:
     """Empty an old table (``OLD_TABLES``): its rows of ``chain_nodes``."""
+    if table == "checkpoints":
+        conn.execute("DELETE FROM checkpoint_rows")
+        return
     kind = "IS NOT NULL" if table == "messages" else "IS NULL"
     conn.execute(f"DELETE FROM chain_nodes WHERE role {kind}")

@@ -74,6 +74,7 @@ from agcore_lab.store._sessions import (
 from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
 )
+from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id, old_rows
 from agcore_lab.store._sqlite_connection import SqliteConnection
 from agcore_lab.store._sqlite_errors import (
     decoding,
@@ -97,6 +98,10 @@ T = TypeVar("T")
 
 
 # The columns of a slots row, in the order of slot_values.
+
+
+def _postgres(conn: Any) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 def _ts(value: datetime) -> str:
@@ -211,8 +216,9 @@ class SqliteStore(SqliteConnection):
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             # Messages are stored once: another session's chain may still pass through them.
             delete_session_chains(conn, session_id)
-            for table in ("slots", "memory_log", "checkpoints"):
+            for table in ("slots", "memory_log"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            delete_checkpoints(conn, session_id, None)
             delete_session_calls(conn, session_id)
             log_change(conn, session_id, "destroyed", self._origin)
             return True
@@ -298,9 +304,7 @@ class SqliteStore(SqliteConnection):
             )
             log_change(conn, sid, change, self._origin)
             if checkpoint is not None:  # its parent and memory version, read in this write
-                latest = conn.execute(
-                    "SELECT max(ckpt_id) FROM checkpoints WHERE session_id = ?", (sid,)
-                ).fetchone()[0]
+                latest = self._latest_checkpoint(conn, sid)
                 read = {"parent_ckpt_id": latest, "memory_version": latest_version(conn, sid)}
                 insert_checkpoint(conn, checkpoint.model_copy(update=read))
                 log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
@@ -357,16 +361,38 @@ class SqliteStore(SqliteConnection):
         only those older than checkpoint ``before`` (an id) or of turns before ``before`` (an
         int) when given."""
         where, params, limit = checkpoint_page(session_id, limit, before)
-        return self._locked_read(
-            lambda conn: read_checkpoints(conn, where, params, limit), "checkpoints", session_id
-        )
+
+        def read(conn: Any) -> list[CkptMeta]:
+            if _postgres(conn):
+                return read_checkpoints(conn, where, params, limit)
+            return read_checkpoints(
+                conn, where, params, limit, rows=old_rows(conn, session_id, before, limit)
+            )
+
+        return self._locked_read(read, "checkpoints", session_id)
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         """One checkpoint by id, or ``None``."""
-        found = self._locked_read(
-            lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]), "checkpoints", ckpt_id
-        )
+
+        def read(conn: Any) -> list[CkptMeta]:
+            if _postgres(conn):
+                return read_checkpoints(conn, "ckpt_id = ?", [ckpt_id])
+            if not isinstance(ckpt_id, str):  # asked as before, so that a bad id is named
+                return read_checkpoints(conn, "ckpt_id = ?", [ckpt_id])
+            rows = old_rows(conn, None, None, None, ckpt_id=ckpt_id)
+            return read_checkpoints(conn, "", [], rows=rows)
+
+        found = self._locked_read(read, "checkpoints", ckpt_id)
         return found[0] if found else None
+
+    @staticmethod
+    def _latest_checkpoint(conn: Any, session_id: str) -> str | None:
+        if _postgres(conn):
+            found = conn.execute(
+                "SELECT max(ckpt_id) FROM checkpoints WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            return str(found) if found is not None else None
+        return latest_checkpoint_id(conn, session_id)
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""
