@@ -101,16 +101,80 @@ def insert_nodes(
     """``insert_chain`` on SQLite (its links already re-homed): the new messages (stored ones
     skipped), the homes of stored unplaced ones, and the other links as link rows.
 
+    A turn's common case — new messages with ``new_id`` ids, no links, no id kept as text —
+    is one insert that returns the rows it wrote: a message it skipped is stored already, and
+    only a skipped one whose key another node holds sends the batch the careful way.
+
     Raises:
         StorageError: A node that exists already would be written again.
     """
-    new_ids = {m.id for m in messages}
+    keys = Keys(conn, session_id)
     homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
+    pairs = {m.id: split_id(m.id, MESSAGE) for m in messages}
+    clocks = {pair[0] for pair in pairs.values() if pair is not None}
+    if (
+        len(homes) == len(links)
+        and len(clocks) == len(pairs)  # two ids with one clock: the careful way decides
+        and None not in pairs.values()
+        and not keys.any_text()
+    ):
+        own: dict[str, int | None] = {text: pair[0] for text, pair in pairs.items() if pair}
+        keys.known.update(own)  # type: ignore[arg-type]
+        rows = _rows(keys, session_id, messages, homes, [], own, row)
+        inserted: set[int] = set()
+        for start in range(0, len(rows), 80):
+            batch = rows[start : start + 80]
+            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(batch))
+            inserted.update(
+                r[0]
+                for r in conn.execute(
+                    f"{_INSERT_OR_IGNORE} {marks} RETURNING node",
+                    [value for values in batch for value in values],
+                )
+            )
+        skipped = [r for r in rows if r[0] not in inserted]
+        held = (
+            {
+                node: (tail, bool(is_link))
+                for node, tail, is_link in conn.execute(
+                    f"SELECT node, tail, role IS NULL FROM chain_nodes WHERE node IN "
+                    f"({','.join('?' * len(skipped))})",
+                    [r[0] for r in skipped],
+                )
+            }
+            if skipped
+            else {}
+        )
+        if all(held.get(r[0]) == (r[1], False) for r in skipped):
+            _place(conn, keys, messages, homes)
+            return
+        # Another node holds a key: undo this batch, and write it the careful way.
+        conn.executemany("DELETE FROM chain_nodes WHERE node = ?", [(k,) for k in inserted])
+        keys = Keys(conn, session_id)
     others = [lk for lk in links if lk.node_id != lk.message_id]
-    keys = Keys(conn)
     own = keys.own([(m.id, MESSAGE) for m in messages] + [(lk.node_id, LINK) for lk in others])
+    conn.executemany(INSERT_NODE, _rows(keys, session_id, messages, homes, others, own, row))
+    _place(conn, keys, messages, homes)
+
+
+_INSERT_OR_IGNORE = (
+    INSERT_NODE.replace("INSERT INTO", "INSERT OR IGNORE INTO").split(" VALUES ")[0] + " VALUES"
+)
+
+
+def _rows(
+    keys: Keys,
+    session_id: str,
+    messages: Sequence[Message],
+    homes: dict[str, LinkRecord],
+    others: Sequence[LinkRecord],
+    own: dict[str, int | None],
+    row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    new_ids = {m.id for m in messages}
     known = keys.refs(
-        [lk.parent_node_id for lk in links]
+        [lk.parent_node_id for lk in homes.values()]
+        + [lk.parent_node_id for lk in others]
         + [lk.message_id for lk in others]
         + [m for m in homes if m not in new_ids]
     )
@@ -158,10 +222,21 @@ def insert_nodes(
                 None,
             )
         )
-    conn.executemany(INSERT_NODE, rows)
+    return rows
+
+
+def _place(
+    conn: sqlite3.Connection,
+    keys: Keys,
+    messages: Sequence[Message],
+    homes: dict[str, LinkRecord],
+) -> None:
+    # Home links of messages stored before without a place: their rows get it now.
+    new_ids = {m.id for m in messages}
     for message_id, home in homes.items():
         if message_id in new_ids:
             continue
+        known = keys.refs([home.parent_node_id, message_id])
         placed = conn.execute(
             "UPDATE chain_nodes SET parent = ?, depth = ? "
             "WHERE node = ? AND role IS NOT NULL AND depth IS NULL",

@@ -48,13 +48,23 @@ _INSERT = (
 )
 
 
-def _name(conn: sqlite3.Connection, name: str) -> int:
-    found = conn.execute("SELECT key FROM names WHERE name = ?", (name,)).fetchone()
-    if found is not None:
-        return int(found[0])
-    return int(
-        conn.execute("INSERT INTO names (name) VALUES (?) RETURNING key", (name,)).fetchone()[0]
+def _names(conn: sqlite3.Connection, wanted: Sequence[str]) -> dict[str, int]:
+    """The numbers of ``wanted`` names in ``names`` (made for those without one)."""
+    distinct = sorted(set(wanted))
+    found: dict[str, int] = dict(
+        conn.execute(
+            f"SELECT name, key FROM names WHERE name IN ({','.join('?' * len(distinct))})",
+            distinct,
+        ).fetchall()
     )
+    for name in distinct:
+        if name not in found:
+            found[name] = int(
+                conn.execute(
+                    "INSERT INTO names (name) VALUES (?) RETURNING key", (name,)
+                ).fetchone()[0]
+            )
+    return found
 
 
 def _kept(conn: sqlite3.Connection, ckpt_id: str) -> int | None:
@@ -94,9 +104,12 @@ def _own(conn: sqlite3.Connection, ckpt_id: str) -> tuple[int, int | None]:
     return _new_kept(conn, ckpt_id), None
 
 
-def _reference(conn: sqlite3.Connection, key: int, ckpt_id: str) -> tuple[int, int | None]:
-    """A parent as (key - parent key, parent's random digits or NULL: text kept)."""
-    kept = _kept(conn, ckpt_id)
+def _reference(
+    conn: sqlite3.Connection, key: int, ckpt_id: str, texts: bool = True
+) -> tuple[int, int | None]:
+    """A parent as (key - parent key, parent's random digits or NULL: text kept);
+    ``texts``: whether any checkpoint id may be kept as text."""
+    kept = _kept(conn, ckpt_id) if texts else None
     if kept is None:
         pair = split_id(ckpt_id, CKPT)
         if pair is not None:
@@ -212,28 +225,43 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         spend_json,
         pending_json,
     ) = row
-    key, tail = _own(conn, ckpt_id)
-    parent_offset, parent_tail = (None, None) if parent is None else _reference(conn, key, parent)
-    created, created_text = _time(created_at, key)
-    head = head_tail = state = None
+    texts, session = conn.execute(
+        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
+        "(SELECT key FROM session_keys WHERE session_id = ?)",
+        (session_id,),
+    ).fetchone()
+    texts = texts is not None
+    if session is None:
+        session = session_key(conn, session_id, create=True)
+    pair = None if texts else split_id(ckpt_id, CKPT)
+    key, tail = pair if pair is not None else _own(conn, ckpt_id)
     flat = _flat_slot(slots_json, slot)
-    if flat is not None:
-        head_key, head_tail, digest = flat
-        head = key - head_key if head_key is not None else None
-        state = _name(conn, digest)
-        slots_json = None
-    model = requests = None
     spent = _flat_spend(spend_json, prompt, completion, cost)
+    wanted = [n for n in (agent, slot) if type(n) is str]
+    if flat is not None:
+        wanted.append(flat[2])
     if spent is not None:
-        model, requests = _name(conn, spent[0]), spent[1]
-        spend_json = None
-    conn.execute(
-        _INSERT,
-        (
+        wanted.append(spent[0])
+    names = _names(conn, wanted) if wanted else {}
+
+    def values(key: int, tail: int | None) -> tuple[Any, ...]:
+        offset, parent_tail = (
+            (None, None) if parent is None else _reference(conn, key, parent, texts)
+        )
+        created, created_text = _time(created_at, key)
+        head = head_tail = state = model = requests = None
+        slots, spend = slots_json, spend_json
+        if flat is not None:
+            head_key, head_tail, digest = flat
+            head = key - head_key if head_key is not None else None
+            state, slots = names[digest], None
+        if spent is not None:
+            model, requests, spend = names[spent[0]], spent[1], None
+        return (
             key,
             tail,
-            session_key(conn, session_id, create=True),
-            parent_offset,
+            session,
+            offset,
             parent_tail,
             turn,
             created,
@@ -242,8 +270,8 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
             prompt,
             completion,
             cost,
-            _name(conn, agent),
-            _name(conn, slot),
+            names.get(agent, agent),
+            names.get(slot, slot),
             summary_turn,
             memory,
             head,
@@ -253,26 +281,37 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
             requests,
             label,
             created_text,
-            slots_json,
-            spend_json,
+            slots,
+            spend,
             pending_json,
-        ),
-    )
+        )
+
+    try:
+        conn.execute(_INSERT, values(key, tail))
+    except sqlite3.IntegrityError:
+        if (
+            pair is None
+            or tail
+            == conn.execute("SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (key,)).fetchone()[0]
+        ):
+            raise  # this checkpoint is stored already (or a value is not allowed)
+        # Another checkpoint's id has the same clock digits: this one's is kept as text.
+        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
 
 
 def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
     """``max(ckpt_id)`` of a session's checkpoints, by key where the keys are clocks."""
-    session = session_key(conn, session_id, create=False)
-    if session is None:
-        return None
     found = conn.execute(
-        "SELECT ckpt, tail FROM checkpoint_rows WHERE session = ? ORDER BY ckpt DESC LIMIT 1",
-        (session,),
+        "SELECT c.ckpt, c.tail, c.session, (SELECT 1 FROM checkpoint_ids LIMIT 1) "
+        "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
+        "WHERE s.session_id = ? ORDER BY c.ckpt DESC LIMIT 1",
+        (session_id,),
     ).fetchone()
     if found is None:
         return None
-    if found[0] > 0 and conn.execute("SELECT 1 FROM checkpoint_ids LIMIT 1").fetchone() is None:
-        return render(found[0], found[1], CKPT)
+    key, tail, session, texts = found
+    if texts is None:
+        return render(key, tail, CKPT)
     row = conn.execute(
         "SELECT max(ckpt_id) FROM checkpoints_keyed WHERE session_key = ?", (session,)
     ).fetchone()

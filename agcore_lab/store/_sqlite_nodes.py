@@ -47,10 +47,20 @@ def _in(conn: sqlite3.Connection, sql: str, keys: Sequence[Any]) -> list[Any]:
 class Keys:
     """Node keys of text ids, within one write transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, session_id: str | None = None) -> None:
         self.conn = conn
         self.known: dict[str, int] = {}
         self.sessions: dict[str, int] = {}
+        self._texts: bool | None = None
+        if session_id is not None:  # both in one statement: a turn's commit asks for both
+            texts, session = conn.execute(
+                "SELECT (SELECT 1 FROM text_ids LIMIT 1), "
+                "(SELECT key FROM session_keys WHERE session_id = ?)",
+                (session_id,),
+            ).fetchone()
+            self._texts = texts is not None
+            if session is not None:
+                self.sessions[session_id] = int(session)
 
     def session(self, session_id: str) -> int:
         """The number of ``session_id`` (made if it has none)."""
@@ -112,6 +122,7 @@ class Keys:
                     continue
             key = new_text_key(self.conn, text)
             keys[text] = self.known[text] = key
+            self._texts = True
         return keys
 
     def refs(self, texts: Iterable[str | None]) -> dict[str, int]:
@@ -123,11 +134,22 @@ class Keys:
             if text in self.known:
                 continue
             pair = split_id(text, MESSAGE) or split_id(text, LINK)
-            self.known[text] = pair[0] if pair is not None else new_text_key(self.conn, text)
+            if pair is not None:
+                self.known[text] = pair[0]
+            else:
+                self.known[text] = new_text_key(self.conn, text)
+                self._texts = True
         return self.known
 
+    def any_text(self) -> bool:
+        """Whether any node id is kept as text (in this file, or by this transaction)."""
+        return self._any_text()
+
     def _any_text(self) -> bool:
-        return self.conn.execute("SELECT 1 FROM text_ids LIMIT 1").fetchone() is not None
+        if self._texts is None:
+            found = self.conn.execute("SELECT 1 FROM text_ids LIMIT 1").fetchone()
+            self._texts = found is not None
+        return self._texts
 
 
 def node_texts(conn: sqlite3.Connection, keys: Iterable[int]) -> dict[int, str]:

@@ -220,13 +220,27 @@ def test_a_version_5_file_opens_migrates_and_keeps_its_data(tmp_path: Path) -> N
     assert store.get_session(sid).turn_index == turns + 1  # type: ignore[union-attr]
 
 
-def test_checkpoint_lookup_by_id_uses_the_index(tmp_path: Path) -> None:
+def test_checkpoint_lookup_by_id_is_a_key_lookup(tmp_path: Path) -> None:
+    # Schema 11 keeps no index on text ids: a checkpoint id encodes its row's integer key.
     store = SqliteStore(tmp_path / "i.db")
-    plan = store.connection.execute(
-        "EXPLAIN QUERY PLAN SELECT * FROM checkpoints WHERE ckpt_id = ?", ("x",)
-    ).fetchall()
-    text = " ".join(str(row[-1]) for row in plan)
-    assert "checkpoints_ckpt_id" in text and "SCAN" not in text
+    manager = SessionManager(store)
+    sid = manager.create_sync(_agent())
+    for text in ("one", "two", "three"):
+        manager.submit_turn_sync(sid, text)
+    wanted = store.list_checkpoints(sid)[1]
+    seen: list[str] = []
+    store.connection.set_trace_callback(seen.append)
+    try:
+        found = store.get_checkpoint(wanted.ckpt_id)
+    finally:
+        store.connection.set_trace_callback(None)
+    assert found is not None and found.ckpt_id == wanted.ckpt_id
+    plans = [
+        " ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        for sql in seen
+        if "checkpoint_rows" in sql
+    ]
+    assert plans and all("SCAN" not in plan for plan in plans), plans
 
 
 @pytest.mark.parametrize("bad", [2**70, ["ses_1"], {"id": 1}])
