@@ -267,7 +267,8 @@ def _tail(node: int, text: str, prefix: str) -> int | None:
 _NODES_SQL = """
 WITH RECURSIVE chain(node, tail, link, parent, message, depth, n) AS (
     SELECT node, tail, role IS NULL, parent, coalesce(message, node), depth, 1
-        FROM chain_nodes WHERE node = ?1 AND depth IS NOT NULL
+        FROM chain_nodes WHERE node = ?1 AND depth IS NOT NULL AND tail IS ?3
+                               AND (role IS NULL) = ?4
     UNION ALL
     SELECT p.node, p.tail, p.role IS NULL, p.parent, coalesce(p.message, p.node), p.depth,
            c.n + 1
@@ -291,10 +292,21 @@ def read_nodes(
     entry: Callable[[str, str | None, int, Message], tuple[LinkRecord, Message]],
 ) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id`` (its newest ``limit`` nodes), oldest first."""
-    head = stored_keys(conn, [head_node_id]).get(head_node_id)
-    if head is None:
-        return []
-    rows = conn.execute(_NODES_SQL, (head, _WHOLE if limit is None else limit)).fetchall()
+    count = _WHOLE if limit is None else limit
+    pair, link = split_id(head_node_id, MESSAGE), False
+    if pair is None:
+        pair, link = split_id(head_node_id, LINK), True
+    rows = []
+    if pair is not None:  # the common case: one statement
+        rows = conn.execute(_NODES_SQL, (pair[0], count, pair[1], link)).fetchall()
+    if not rows:  # not there, or kept as text
+        head = stored_keys(conn, [head_node_id]).get(head_node_id)
+        if head is None:
+            return []
+        tail, is_link = conn.execute(
+            "SELECT tail, role IS NULL FROM chain_nodes WHERE node = ?", (head,)
+        ).fetchone()
+        rows = conn.execute(_NODES_SQL, (head, count, tail, is_link)).fetchall()
     texts: dict[int, str] = {}
 
     def one(row: Sequence[Any]) -> tuple[LinkRecord, Message]:
