@@ -197,6 +197,8 @@ def insert_chain(
     Raises:
         StorageError: A node that exists already would be written again.
     """
+    if not _postgres(conn) and lean.insert_new(conn, session_id, messages, links, _row):
+        return {}  # a turn's new messages, in one insert
     new_ids = {m.id for m in messages}
     links, renamed = _rehome(conn, new_ids, links) if new_ids else (list(links), {})
     if not _postgres(conn):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = [
     "MESSAGE",
@@ -54,6 +55,11 @@ _TO_INT = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
 
 def split_id(text: str, prefix: str) -> tuple[int, int] | None:
     """``(key, tail)`` of a ``new_id(prefix)`` id, or ``None`` for any other text."""
+    return _split(text, prefix) if type(text) is str else None
+
+
+@lru_cache(maxsize=8192)  # a turn splits the ids it writes again (parents, heads)
+def _split(text: str, prefix: str) -> tuple[int, int] | None:
     if len(text) != len(prefix) + 18 or not text.startswith(prefix) or text[len(prefix)] != "_":
         return None
     digits = text[len(prefix) + 1 :]

@@ -29,6 +29,7 @@ from agcore_lab.store.base import LinkRecord
 
 __all__ = [
     "delete_nodes_of_session",
+    "insert_new",
     "insert_nodes",
     "placements",
     "read_nodes",
@@ -91,6 +92,49 @@ def placements(
     }
 
 
+def insert_new(
+    conn: sqlite3.Connection,
+    session_id: str,
+    messages: Sequence[Message],
+    links: Sequence[LinkRecord],
+    row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
+) -> bool:
+    """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
+    ids placed at home, no other links, no id kept as text. The insert returns the rows it
+    wrote; if it skipped any (a message stored already), it is undone and ``False`` says to
+    take the careful way (``_rehome`` and :func:`insert_nodes`), which decides what to do.
+    """
+    if not messages or any(lk.node_id != lk.message_id for lk in links):
+        return False
+    pairs = {m.id: split_id(m.id, MESSAGE) for m in messages}
+    sent = {lk.message_id for lk in links}
+    clocks = {pair[0] for pair in pairs.values() if pair is not None}
+    if None in pairs.values() or len(clocks) != len(messages) or not sent <= pairs.keys():
+        return False
+    keys = Keys(conn, session_id)
+    if keys.any_text():
+        return False
+    own: dict[str, int | None] = {text: pair[0] for text, pair in pairs.items() if pair}
+    keys.known.update(own)  # type: ignore[arg-type]
+    homes = {lk.message_id: lk for lk in links}
+    rows = _rows(keys, session_id, messages, homes, [], own, row)
+    inserted: list[int] = []
+    for start in range(0, len(rows), 80):
+        batch = rows[start : start + 80]
+        marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(batch))
+        inserted.extend(
+            r[0]
+            for r in conn.execute(
+                f"{_INSERT_OR_IGNORE} {marks} RETURNING node",
+                [value for values in batch for value in values],
+            )
+        )
+    if len(inserted) == len(rows):
+        return True
+    conn.executemany("DELETE FROM chain_nodes WHERE node = ?", [(k,) for k in inserted])
+    return False
+
+
 def insert_nodes(
     conn: sqlite3.Connection,
     session_id: str,
@@ -101,56 +145,11 @@ def insert_nodes(
     """``insert_chain`` on SQLite (its links already re-homed): the new messages (stored ones
     skipped), the homes of stored unplaced ones, and the other links as link rows.
 
-    A turn's common case — new messages with ``new_id`` ids, no links, no id kept as text —
-    is one insert that returns the rows it wrote: a message it skipped is stored already, and
-    only a skipped one whose key another node holds sends the batch the careful way.
-
     Raises:
         StorageError: A node that exists already would be written again.
     """
     keys = Keys(conn, session_id)
     homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
-    pairs = {m.id: split_id(m.id, MESSAGE) for m in messages}
-    clocks = {pair[0] for pair in pairs.values() if pair is not None}
-    if (
-        len(homes) == len(links)
-        and len(clocks) == len(pairs)  # two ids with one clock: the careful way decides
-        and None not in pairs.values()
-        and not keys.any_text()
-    ):
-        own: dict[str, int | None] = {text: pair[0] for text, pair in pairs.items() if pair}
-        keys.known.update(own)  # type: ignore[arg-type]
-        rows = _rows(keys, session_id, messages, homes, [], own, row)
-        inserted: set[int] = set()
-        for start in range(0, len(rows), 80):
-            batch = rows[start : start + 80]
-            marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(batch))
-            inserted.update(
-                r[0]
-                for r in conn.execute(
-                    f"{_INSERT_OR_IGNORE} {marks} RETURNING node",
-                    [value for values in batch for value in values],
-                )
-            )
-        skipped = [r for r in rows if r[0] not in inserted]
-        held = (
-            {
-                node: (tail, bool(is_link))
-                for node, tail, is_link in conn.execute(
-                    f"SELECT node, tail, role IS NULL FROM chain_nodes WHERE node IN "
-                    f"({','.join('?' * len(skipped))})",
-                    [r[0] for r in skipped],
-                )
-            }
-            if skipped
-            else {}
-        )
-        if all(held.get(r[0]) == (r[1], False) for r in skipped):
-            _place(conn, keys, messages, homes)
-            return
-        # Another node holds a key: undo this batch, and write it the careful way.
-        conn.executemany("DELETE FROM chain_nodes WHERE node = ?", [(k,) for k in inserted])
-        keys = Keys(conn, session_id)
     others = [lk for lk in links if lk.node_id != lk.message_id]
     own = keys.own([(m.id, MESSAGE) for m in messages] + [(lk.node_id, LINK) for lk in others])
     conn.executemany(INSERT_NODE, _rows(keys, session_id, messages, homes, others, own, row))

@@ -225,16 +225,6 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         spend_json,
         pending_json,
     ) = row
-    texts, session = conn.execute(
-        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
-        "(SELECT key FROM session_keys WHERE session_id = ?)",
-        (session_id,),
-    ).fetchone()
-    texts = texts is not None
-    if session is None:
-        session = session_key(conn, session_id, create=True)
-    pair = None if texts else split_id(ckpt_id, CKPT)
-    key, tail = pair if pair is not None else _own(conn, ckpt_id)
     flat = _flat_slot(slots_json, slot)
     spent = _flat_spend(spend_json, prompt, completion, cost)
     wanted = [n for n in (agent, slot) if type(n) is str]
@@ -242,7 +232,23 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         wanted.append(flat[2])
     if spent is not None:
         wanted.append(spent[0])
-    names = _names(conn, wanted) if wanted else {}
+    # What the row needs to know, in one statement: ids kept as text? the session's number,
+    # the names' numbers.
+    found = conn.execute(
+        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
+        "(SELECT key FROM session_keys WHERE session_id = ?)"
+        + "".join(", (SELECT key FROM names WHERE name = ?)" for _ in wanted),
+        (session_id, *wanted),
+    ).fetchone()
+    texts = found[0] is not None
+    session = found[1]
+    if session is None:
+        session = session_key(conn, session_id, create=True)
+    names = dict(zip(wanted, found[2:], strict=True))
+    if None in names.values():
+        names = _names(conn, wanted)
+    pair = None if texts else split_id(ckpt_id, CKPT)
+    key, tail = pair if pair is not None else _own(conn, ckpt_id)
 
     def values(key: int, tail: int | None) -> tuple[Any, ...]:
         offset, parent_tail = (
