@@ -385,6 +385,27 @@ class SqliteStore(SqliteConnection):
         found = self._locked_read(read, "checkpoints", ckpt_id)
         return found[0] if found else None
 
+    def checkpoint_frame_rows(self, session_id: str | None) -> list[tuple[Any, ...]] | None:
+        """The rows of ``Checkpointer.to_dataframe`` (``checkpoint_frame.FRAME_COLUMNS``),
+        newest first, from the lean rows of schema 11 (the ``checkpoints`` view computes its
+        text columns in SQL, slower); ``None`` where the SQL is the way (PostgreSQL, or a row
+        whose counters are not numbers: the SQL shows it as it is)."""
+
+        def read(conn: Any) -> list[tuple[Any, ...]] | None:
+            if _postgres(conn):
+                return None
+            frame = []
+            for r in old_rows(conn, session_id or None, None, None):
+                if type(r[8]) is not int or type(r[9]) is not int:
+                    return None
+                frame.append(
+                    (r[1], r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[8] + r[9])
+                    + (r[10], r[11], r[12])
+                )
+            return frame
+
+        return self._locked_read(read, "checkpoints", session_id)
+
     @staticmethod
     def _latest_checkpoint(conn: Any, session_id: str) -> str | None:
         if _postgres(conn):

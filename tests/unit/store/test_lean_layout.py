@@ -203,3 +203,26 @@ def test_a_lab_copies_sqlite_to_sqlite_intact(tmp_path: Path) -> None:
     assert compared == 13
     source.close()
     copy.close()
+
+
+def test_to_dataframe_from_the_lean_rows_is_the_frame_the_sql_gives(tmp_path: Path) -> None:
+    import pandas as pd
+    from pandas.testing import assert_frame_equal
+
+    from agcore_lab.engine.checkpoint_frame import _FRAME_SQL, checkpoints_dataframe
+
+    store, sid = _lab(tmp_path / "lab.db")
+    manager = SessionManager(store, watch_interval=None)
+    other = manager.create_sync(Agent(name="other", model=ScriptedModel(lambda m: "x")))
+    manager.submit_turn_sync(other, "hello")
+    store.connection.execute(
+        "UPDATE checkpoints SET label = 'edited' WHERE session_id = ? AND turn_index = 2", (sid,)
+    )
+    for session in (sid, None):
+        fast = checkpoints_dataframe(store, session)
+        where, params = ("WHERE session_id = ?", [session]) if session else ("", [])
+        by_sql = store.read_dataframe(f"{_FRAME_SQL} {where} ORDER BY ckpt_id DESC", params)
+        by_sql["created_at"] = pd.to_datetime(by_sql["created_at"], format="ISO8601", utc=True)
+        assert len(fast) == (4 if session else 6)
+        assert_frame_equal(fast, by_sql)
+    store.close()
