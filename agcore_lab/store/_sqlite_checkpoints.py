@@ -387,10 +387,14 @@ def old_rows(
     if not rows:
         return []
     names = dict(conn.execute("SELECT key, name FROM names").fetchall())
-    return [_shaped(row, names) for row in rows]
+    # Each id written once: a checkpoint's parent is mostly the next row (newest first).
+    ids = {row[0]: (row[1], render(row[0], row[1], CKPT)) for row in rows}
+    return [_shaped(row, names, ids) for row in rows]
 
 
-def _shaped(row: Sequence[Any], names: dict[int, str]) -> tuple[Any, ...]:
+def _shaped(
+    row: Sequence[Any], names: dict[int, str], ids: dict[int, tuple[int, str]]
+) -> tuple[Any, ...]:
     (
         key,
         tail,
@@ -432,10 +436,18 @@ def _shaped(row: Sequence[Any], names: dict[int, str]) -> tuple[Any, ...]:
     if created_text is None and created is not None:
         micros = created + key // 1000
         created_text = (_EPOCH + timedelta(microseconds=micros)).isoformat()
+    shown_parent = None
+    if parent is not None:
+        parent = key - parent
+        known = ids.get(parent)
+        if known is not None and known[0] == parent_tail:
+            shown_parent = known[1]
+        else:
+            shown_parent = render(parent, parent_tail, CKPT)
     return (
         session_id,
-        render(key, tail, CKPT),
-        None if parent is None else render(key - parent, parent_tail, CKPT),
+        ids[key][1],
+        shown_parent,
         turn,
         created_text,
         label,
