@@ -28,6 +28,7 @@ from agcore_lab.store._trusted import build_all
 from agcore_lab.store.base import LinkRecord
 
 __all__ = [
+    "chain_rows",
     "delete_nodes_of_session",
     "insert_new",
     "insert_nodes",
@@ -283,14 +284,10 @@ ORDER BY c.depth
 """
 
 
-def read_nodes(
-    conn: sqlite3.Connection,
-    head_node_id: str,
-    limit: int | None,
-    built: Callable[..., Message],
-    entry: Callable[[str, str | None, int, Message], tuple[LinkRecord, Message]],
-) -> list[tuple[LinkRecord, Message]]:
-    """The chain ending at ``head_node_id`` (its newest ``limit`` nodes), oldest first."""
+def chain_rows(conn: sqlite3.Connection, head_node_id: str, limit: int | None) -> list[Any]:
+    """The raw rows of :data:`_NODES_SQL` for the chain ending at ``head_node_id`` (its newest
+    ``limit`` nodes), oldest first: node, tail, is-link, parent, depth, node text, message
+    node, tail and text, role code, content, tool call id, tool name, microseconds, extra."""
     count = _WHOLE if limit is None else limit
     pair, link = split_id(head_node_id, MESSAGE), False
     if pair is None:
@@ -306,6 +303,18 @@ def read_nodes(
             "SELECT tail, role IS NULL FROM chain_nodes WHERE node = ?", (head,)
         ).fetchone()
         rows = conn.execute(_NODES_SQL, (head, count, tail, is_link)).fetchall()
+    return rows
+
+
+def read_nodes(
+    conn: sqlite3.Connection,
+    head_node_id: str,
+    limit: int | None,
+    built: Callable[..., Message],
+    entry: Callable[[str, str | None, int, Message], tuple[LinkRecord, Message]],
+) -> list[tuple[LinkRecord, Message]]:
+    """The chain ending at ``head_node_id`` (its newest ``limit`` nodes), oldest first."""
+    rows = chain_rows(conn, head_node_id, limit)
     texts: dict[int, str] = {}
 
     def one(row: Sequence[Any]) -> tuple[LinkRecord, Message]:

@@ -29,6 +29,7 @@ __all__ = [
     "CKPT",
     "checkpoint_key",
     "clear_checkpoints",
+    "ids_of_session",
     "old_rows",
     "latest_checkpoint_id",
     "write_checkpoint",
@@ -322,6 +323,24 @@ def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | Non
         "SELECT max(ckpt_id) FROM checkpoints_keyed WHERE session_key = ?", (session,)
     ).fetchone()
     return str(row[0]) if row[0] is not None else None
+
+
+def ids_of_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """The ids of a session's checkpoints (in no particular order), from its lean rows by the
+    session index; through ``checkpoints_keyed`` by session key only while some checkpoint
+    id is kept as text (the ``checkpoints`` view would compute every row's ids)."""
+    session = session_key(conn, session_id, create=False)
+    if session is None:
+        return []
+    if conn.execute("SELECT 1 FROM checkpoint_ids LIMIT 1").fetchone() is not None:
+        rows = conn.execute(
+            "SELECT ckpt_id FROM checkpoints_keyed WHERE session_key = ?", (session,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+    rows = conn.execute(
+        "SELECT ckpt, tail FROM checkpoint_rows WHERE session = ?", (session,)
+    ).fetchall()
+    return [render(key, tail, CKPT) for key, tail in rows]
 
 
 _LEAN_SELECT = (
