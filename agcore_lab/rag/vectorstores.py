@@ -39,6 +39,7 @@ MetadataFilter = Mapping[str, JsonValue]
 # A row not yet turned into a Document: (content, metadata JSON, MIME type).
 _Record = tuple[str, str, str]
 _CHUNK = 4096  # rows normalized (or checked) at a time: temporaries stay small
+_SLACK_BYTES = 4 << 20  # at most this much room beyond an add when the matrix grows
 
 
 class SearchHit(NamedTuple):
@@ -272,18 +273,21 @@ class InMemoryVectorStore:
     def _reserve(self, rows: int, dim: int) -> None:
         """Make room for ``rows`` rows of ``dim`` in the matrix, keeping the stored ones.
 
-        The capacity grows by a quarter (or to ``rows`` when that is more), in place: the
-        matrix is reallocated (``ndarray.resize``; for a big matrix the C library moves its
-        pages with ``mremap`` instead of copying them), so growing neither copies the stored
-        rows nor touches fresh pages beyond the new rows. No view of the matrix outlives a
-        call holding the lock, which is what makes the resize safe (``refcheck=False``). A
-        matrix that does not own its buffer (one handed over by a loader) is copied once into
-        one that does.
+        The capacity grows by a quarter (or to ``rows`` when that is more; never more than
+        :data:`_SLACK_BYTES` of rows beyond ``rows``), in place: the matrix is reallocated
+        (``ndarray.resize``; for a big matrix the C library moves its pages with ``mremap``
+        instead of copying them), so growing does not copy the stored rows. numpy zeroes the
+        new rows, which makes them resident: hence the bound on the rows beyond ``rows``. No
+        view of the matrix outlives a call holding the lock, which is what makes the resize
+        safe (``refcheck=False``). A matrix that does not own its buffer (one handed over by a
+        loader) is copied once into one that does.
         """
         matrix, count = self._matrix, self._count
         if rows <= matrix.shape[0] and matrix.shape[1] == dim:
             return
-        capacity = max(self._capacity, rows, matrix.shape[0] + matrix.shape[0] // 4)
+        slack = max(1, _SLACK_BYTES // (4 * dim))
+        grown = min(matrix.shape[0] + matrix.shape[0] // 4, rows + slack)
+        capacity = max(self._capacity, rows, grown)
         if count and matrix.shape[1] == dim:
             if matrix.flags.owndata and matrix.flags.c_contiguous:
                 matrix.resize((capacity, dim), refcheck=False)

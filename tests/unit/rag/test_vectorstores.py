@@ -197,6 +197,20 @@ def test_an_add_bigger_than_a_quarter_grows_to_fit_it() -> None:
     )
 
 
+def test_a_big_matrix_grows_by_at_most_4_mb_beyond_the_add() -> None:
+    """numpy zeroes the rows it grows by, which makes them resident: a 32 MB matrix grows by
+    4 MB of rows (1,024 of dimension 1,024), not by a quarter (8 MB)."""
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((8_001, 1024)).astype(np.float32)
+    docs = _docs(*[f"d{i}" for i in range(8_001)])
+    store = InMemoryVectorStore(capacity=16)
+    store.add(docs[:8_000], vectors[:8_000])
+    assert store.capacity == 8_000
+    store.add(docs[8_000:], vectors[8_000:])
+    assert store.capacity == 8_001 + 1_024
+    np.testing.assert_array_equal(store.vectors(), normalize_rows(vectors.copy()))
+
+
 def test_growing_in_place_keeps_the_stored_rows_and_search_results() -> None:
     """Adds in steps (each growing the matrix in place) end with the same matrix, and the same
     hits with the same scores, ties included, as one add of everything."""
