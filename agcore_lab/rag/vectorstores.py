@@ -276,10 +276,10 @@ class InMemoryVectorStore:
         The capacity grows by a quarter (or to ``rows`` when that is more; never more than
         :data:`_SLACK_BYTES` of rows beyond ``rows``), in place: the matrix is reallocated
         (``ndarray.resize``; for a big matrix the C library moves its pages with ``mremap``
-        instead of copying them), so growing does not copy the stored rows. numpy zeroes the
-        new rows, which makes them resident: hence the bound on the rows beyond ``rows``. No
-        view of the matrix outlives a call holding the lock, which is what makes the resize
-        safe (``refcheck=False``). A matrix that does not own its buffer (one handed over by a
+        instead of copying them), so growing does not copy the stored rows, nor touch the
+        free rows (the bound keeps them small even if a numpy release zeroed them). No view
+        of the matrix outlives a call holding the lock, which is what makes the resize safe
+        (``refcheck=False``). A matrix that does not own its buffer (one handed over by a
         loader) is copied once into one that does.
         """
         matrix, count = self._matrix, self._count
@@ -290,7 +290,14 @@ class InMemoryVectorStore:
         capacity = max(self._capacity, rows, grown)
         if count and matrix.shape[1] == dim:
             if matrix.flags.owndata and matrix.flags.c_contiguous:
-                matrix.resize((capacity, dim), refcheck=False)
+                # Read-only while resized: numpy then leaves the new rows as they are instead
+                # of zeroing them (they are written before they are counted), so the pages
+                # beyond the add stay untouched, not resident.
+                matrix.flags.writeable = False
+                try:
+                    matrix.resize((capacity, dim), refcheck=False)
+                finally:
+                    matrix.flags.writeable = True
                 return
             grown = np.empty((capacity, dim), dtype=np.float32)
             grown[:count] = matrix[:count]
