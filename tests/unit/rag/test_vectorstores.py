@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -475,3 +476,22 @@ def test_a_loaded_matrix_that_is_a_view_is_copied_once_when_it_grows() -> None:
     np.testing.assert_array_equal(backing[1:4], unit)
     assert not backing[4].any() and store.ids() == ["a", "b", "c", "d", "e"]
     assert [h.document.id for h in store.search(_vectors(more)[1], k=1)] == ["e"]
+
+
+def test_a_reloaded_matrix_grows_in_place_and_reopens_the_same(tmp_path: Path) -> None:
+    docs = _docs(*[f"d{i}" for i in range(40)])
+    vectors = _vectors(docs)
+    db = SqliteStore(tmp_path / "v.db")
+    SqliteVectorStore(db, "n", capacity=2).add(docs[:5], vectors[:5])
+    reopened = SqliteVectorStore(db, "n", capacity=2)  # 5 rows loaded, room for 2 more
+    assert reopened.capacity == 7
+    for start in range(5, 40, 7):
+        reopened.add(docs[start : start + 7], vectors[start : start + 7])
+    assert reopened.capacity > 40 - 7
+    memory = InMemoryVectorStore()
+    memory.add(docs, vectors)
+    np.testing.assert_array_equal(reopened.vectors(), memory.vectors())
+    again = SqliteVectorStore(SqliteStore(tmp_path / "v.db"), "n")
+    np.testing.assert_array_equal(again.vectors(), memory.vectors())
+    for query in EMBED.embed(["content of d3", "content of d33", "other"]):
+        assert reopened.search(query, 6) == memory.search(query, 6) == again.search(query, 6)
