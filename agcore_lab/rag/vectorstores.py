@@ -3,7 +3,8 @@
 A store keeps documents with one vector each and finds the nearest ones by cosine similarity.
 Vectors are normalized on insert, so cosine is a dot product: one contiguous float32 matrix
 times the query, then ``argpartition`` for the exact top k — no per-query copies of the matrix
-and no float64. The matrix grows by doubling its capacity, not on every insert.
+and no float64. The matrix grows by a quarter of its capacity at a time, in place (reallocated,
+not copied).
 
 :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore` is the same store persisted in a
 :class:`~agcore_lab.store.sqlite.SqliteStore`.
@@ -38,6 +39,7 @@ MetadataFilter = Mapping[str, JsonValue]
 # A row not yet turned into a Document: (content, metadata JSON, MIME type).
 _Record = tuple[str, str, str]
 _CHUNK = 4096  # rows normalized (or checked) at a time: temporaries stay small
+_SLACK_BYTES = 4 << 20  # at most this much room beyond an add when the matrix grows
 
 
 class SearchHit(NamedTuple):
@@ -101,7 +103,7 @@ class InMemoryVectorStore:
 
     Args:
         dim: The vector length; taken from the first add when not given.
-        capacity: Rows to allocate at first; the matrix doubles when full.
+        capacity: Rows to allocate at first; the matrix grows by a quarter when full.
 
     Example:
         >>> from agcore_lab.rag import Document, MockEmbedding
@@ -147,7 +149,7 @@ class InMemoryVectorStore:
 
     @property
     def capacity(self) -> int:
-        """Rows allocated for the matrix (it doubles when full)."""
+        """Rows allocated for the matrix (it grows by a quarter, or to fit an add, when full)."""
         return int(self._matrix.shape[0])
 
     # -- writing ----------------------------------------------------------------------------
@@ -259,12 +261,7 @@ class InMemoryVectorStore:
         count, added = self._count, vectors.shape[0]
         if not added:
             return vectors
-        if count + added > self._matrix.shape[0] or self._matrix.shape[1] != vectors.shape[1]:
-            capacity = max(self._capacity, 2 * self._matrix.shape[0], count + added)
-            grown = np.empty((capacity, vectors.shape[1]), dtype=np.float32)
-            if count:
-                grown[:count] = self._matrix[:count]
-            self._matrix = grown
+        self._reserve(count + added, int(vectors.shape[1]))
         target = self._matrix[count : count + added]
         for start in range(0, added, _CHUNK):  # the same arithmetic as normalize_rows
             rows = vectors[start : start + _CHUNK]
@@ -272,6 +269,41 @@ class InMemoryVectorStore:
             norms[norms == 0] = 1.0
             np.divide(rows, norms[:, None], out=target[start : start + _CHUNK])
         return target
+
+    def _reserve(self, rows: int, dim: int) -> None:
+        """Make room for ``rows`` rows of ``dim`` in the matrix, keeping the stored ones.
+
+        The capacity grows by a quarter (or to ``rows`` when that is more; never more than
+        :data:`_SLACK_BYTES` of rows beyond ``rows``), in place: the matrix is reallocated
+        (``ndarray.resize``; for a big matrix the C library moves its pages with ``mremap``
+        instead of copying them), so growing does not copy the stored rows, nor touch the
+        free rows (the bound keeps them small even if a numpy release zeroed them). No view
+        of the matrix outlives a call holding the lock, which is what makes the resize safe
+        (``refcheck=False``). A matrix that does not own its buffer (one handed over by a
+        loader) is copied once into one that does.
+        """
+        matrix, count = self._matrix, self._count
+        if rows <= matrix.shape[0] and matrix.shape[1] == dim:
+            return
+        slack = max(1, _SLACK_BYTES // (4 * dim))
+        grown = min(matrix.shape[0] + matrix.shape[0] // 4, rows + slack)
+        capacity = max(self._capacity, rows, grown)
+        if count and matrix.shape[1] == dim:
+            if matrix.flags.owndata and matrix.flags.c_contiguous:
+                # Read-only while resized: numpy then leaves the new rows as they are instead
+                # of zeroing them (they are written before they are counted), so the pages
+                # beyond the add stay untouched, not resident.
+                matrix.flags.writeable = False
+                try:
+                    matrix.resize((capacity, dim), refcheck=False)
+                finally:
+                    matrix.flags.writeable = True
+                return
+            grown = np.empty((capacity, dim), dtype=np.float32)
+            grown[:count] = matrix[:count]
+            self._matrix = grown
+            return
+        self._matrix = np.empty((capacity, dim), dtype=np.float32)
 
     def _append(
         self, docs: Sequence[Document | _Record], added: int, ids: Sequence[str] | None = None

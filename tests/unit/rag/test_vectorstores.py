@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from agcore_lab.rag import (
     SqliteVectorStore,
     VectorStore,
 )
+from agcore_lab.rag.embeddings import normalize_rows
 from agcore_lab.store.sqlite import SqliteStore
 
 EMBED = MockEmbedding(dim=16)
@@ -172,14 +174,67 @@ def test_no_float64_and_no_matrix_copy_per_query() -> None:
     assert all(type(h.score) is float for h in hits)
 
 
-def test_capacity_doubles_instead_of_growing_per_insert() -> None:
+def test_capacity_grows_by_a_quarter_instead_of_per_insert() -> None:
     store = InMemoryVectorStore(capacity=4)
-    seen = set()
+    seen: list[int] = []
     for i in range(40):
         doc = _docs(f"d{i}")
         store.add(doc, _vectors(doc))
-        seen.add(store.capacity)
-    assert seen == {4, 8, 16, 32, 64}
+        if not seen or seen[-1] != store.capacity:
+            seen.append(store.capacity)
+    assert seen == [4, 5, 6, 7, 8, 10, 12, 15, 18, 22, 27, 33, 41]
+    assert [h.document.id for h in store.search(_vectors(_docs("d0"))[0], k=1)] == ["d0"]
+
+
+def test_an_add_bigger_than_a_quarter_grows_to_fit_it() -> None:
+    store = InMemoryVectorStore(capacity=4)
+    docs = _docs(*[f"d{i}" for i in range(100)])
+    store.add(docs[:10], _vectors(docs[:10]))
+    assert store.capacity == 10
+    store.add(docs[10:], _vectors(docs[10:]))
+    assert store.capacity == 100
+    np.testing.assert_array_equal(
+        store.vectors(), normalize_rows(_vectors(docs).astype(np.float32))
+    )
+
+
+def test_a_big_matrix_grows_by_at_most_4_mb_beyond_the_add() -> None:
+    """numpy zeroes the rows it grows by, which makes them resident: a 32 MB matrix grows by
+    4 MB of rows (1,024 of dimension 1,024), not by a quarter (8 MB)."""
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((8_001, 1024)).astype(np.float32)
+    docs = _docs(*[f"d{i}" for i in range(8_001)])
+    store = InMemoryVectorStore(capacity=16)
+    store.add(docs[:8_000], vectors[:8_000])
+    assert store.capacity == 8_000
+    store.add(docs[8_000:], vectors[8_000:])
+    assert store.capacity == 8_001 + 1_024
+    np.testing.assert_array_equal(store.vectors(), normalize_rows(vectors.copy()))
+
+
+def test_growing_in_place_keeps_the_stored_rows_and_search_results() -> None:
+    """Adds in steps (each growing the matrix in place) end with the same matrix, and the same
+    hits with the same scores, ties included, as one add of everything."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5_000, 32)).astype(np.float32)
+    vectors[4_000:4_100] = vectors[10]  # ties across the growth steps
+    docs = _docs(*[f"d{i}" for i in range(5_000)])
+    whole = InMemoryVectorStore()
+    whole.add(docs, vectors)
+    steps = InMemoryVectorStore(capacity=16)
+    capacities: list[int] = []
+    for start in range(0, 5_000, 700):
+        steps.add(docs[start : start + 700], vectors[start : start + 700])
+        capacities.append(steps.capacity)
+    assert len(set(capacities)) > 5  # it did grow, several times
+    np.testing.assert_array_equal(steps.vectors(), whole.vectors())
+    queries = np.concatenate([vectors[10:11], rng.standard_normal((20, 32)).astype(np.float32)])
+    for query in queries:
+        for k in (1, 5, 150):
+            assert steps.search(query, k) == whole.search(query, k)
+    assert steps.search_batch(queries, 7) == whole.search_batch(queries, 7)
+    hits = steps.search(vectors[10], k=102)
+    assert [h.document.id for h in hits[:101]] == ["d10"] + [f"d{i}" for i in range(4_000, 4_100)]
 
 
 def test_search_batch_matches_single_searches() -> None:
@@ -401,3 +456,42 @@ def test_an_id_twice_in_one_add_is_named_and_nothing_is_stored(
     with pytest.raises(InvalidInputError, match="id 'b' appears twice in one add"):
         store.add(docs, _vectors(docs))
     assert len(store) == 0 and store.ids() == []
+
+
+def test_a_loaded_matrix_that_is_a_view_is_copied_once_when_it_grows() -> None:
+    """A loader may hand over a view (it does not own its buffer): growing copies it into a
+    matrix of the store's own, and the loader's array is left as it was."""
+    docs = _docs("a", "b", "c")
+    unit = normalize_rows(_vectors(docs).astype(np.float32))
+    backing = np.zeros((5, 16), dtype=np.float32)
+    backing[1:4] = unit
+    store = InMemoryVectorStore()
+    with store._lock:
+        store._adopt(
+            16, (["a", "b", "c"], [(d.content, "{}", d.mime_type) for d in docs], backing[1:4])
+        )
+    more = _docs("d", "e")
+    store.add(more, _vectors(more))
+    np.testing.assert_array_equal(store.vectors(["a", "b", "c"]), unit)
+    np.testing.assert_array_equal(backing[1:4], unit)
+    assert not backing[4].any() and store.ids() == ["a", "b", "c", "d", "e"]
+    assert [h.document.id for h in store.search(_vectors(more)[1], k=1)] == ["e"]
+
+
+def test_a_reloaded_matrix_grows_in_place_and_reopens_the_same(tmp_path: Path) -> None:
+    docs = _docs(*[f"d{i}" for i in range(40)])
+    vectors = _vectors(docs)
+    db = SqliteStore(tmp_path / "v.db")
+    SqliteVectorStore(db, "n", capacity=2).add(docs[:5], vectors[:5])
+    reopened = SqliteVectorStore(db, "n", capacity=2)  # 5 rows loaded, room for 2 more
+    assert reopened.capacity == 7
+    for start in range(5, 40, 7):
+        reopened.add(docs[start : start + 7], vectors[start : start + 7])
+    assert reopened.capacity > 40 - 7
+    memory = InMemoryVectorStore()
+    memory.add(docs, vectors)
+    np.testing.assert_array_equal(reopened.vectors(), memory.vectors())
+    again = SqliteVectorStore(SqliteStore(tmp_path / "v.db"), "n")
+    np.testing.assert_array_equal(again.vectors(), memory.vectors())
+    for query in EMBED.embed(["content of d3", "content of d33", "other"]):
+        assert reopened.search(query, 6) == memory.search(query, 6) == again.search(query, 6)
