@@ -59,6 +59,7 @@ from agcore_lab.store._checkpoints import (
     slot_values,
 )
 from agcore_lab.store._json import compact
+from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._memory import (
     delete_memory,
     latest_version,
@@ -402,24 +403,17 @@ class SqliteStore(SqliteConnection):
             lambda conn: latest_checkpoint_id(conn, session_id), "checkpoints", session_id
         )
 
-    def checkpoint_frame_rows(self, session_id: str | None) -> list[tuple[Any, ...]] | None:
-        """The rows of ``Checkpointer.to_dataframe`` (``checkpoint_frame.FRAME_COLUMNS``),
-        newest first, from the lean rows of schema 11 (the ``checkpoints`` view computes its
-        text columns in SQL, slower); ``None`` where the SQL is the way (PostgreSQL, or a row
-        whose counters are not numbers: the SQL shows it as it is)."""
+    def checkpoint_frame_columns(self, session_id: str | None) -> dict[str, Any] | None:
+        """The columns of ``Checkpointer.to_dataframe`` (``checkpoint_frame.FRAME_COLUMNS``),
+        newest first, built a column at a time from the lean rows of schema 11 (the
+        ``checkpoints`` view computes its text columns in SQL, slower); ``{}`` for none;
+        ``None`` where the SQL is the way (PostgreSQL, an id kept as text, or a row whose
+        counters are not numbers: the SQL shows it as it is)."""
 
-        def read(conn: Any) -> list[tuple[Any, ...]] | None:
+        def read(conn: Any) -> dict[str, Any] | None:
             if _postgres(conn):
                 return None
-            frame = []
-            for r in old_rows(conn, session_id or None, None, None):
-                if type(r[8]) is not int or type(r[9]) is not int:
-                    return None
-                frame.append(
-                    (r[1], r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[8] + r[9])
-                    + (r[10], r[11], r[12])
-                )
-            return frame
+            return frame_columns(conn, session_id)
 
         return self._locked_read(read, "checkpoints", session_id)
 
