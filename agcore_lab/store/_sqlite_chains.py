@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from agcore_lab.errors import StorageError
@@ -101,39 +102,97 @@ def insert_new(
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
-    ids placed at home, no other links, no id kept as text. The insert returns the rows it
-    wrote; if it skipped any (a message stored already), it is undone and ``False`` says to
-    take the careful way (``_rehome`` and :func:`insert_nodes`), which decides what to do.
+    ids placed at home, no other links, no id kept as text. The insert fails as a whole
+    (SQLite undoes a failed statement) if any row is there already (a message stored
+    already); then ``False`` says to take the careful way (``_rehome`` and
+    :func:`insert_nodes`), which decides what to do.
     """
-    if not messages or any(lk.node_id != lk.message_id for lk in links):
+    fresh = _fresh(messages, links)
+    if fresh is None:
         return False
-    pairs = {m.id: split_id(m.id, MESSAGE) for m in messages}
-    sent = {lk.message_id for lk in links}
-    clocks = {pair[0] for pair in pairs.values() if pair is not None}
-    if None in pairs.values() or len(clocks) != len(messages) or not sent <= pairs.keys():
-        return False
+    homes, pairs = fresh
     keys = Keys(conn, session_id)
     if keys.any_text():
         return False
-    own: dict[str, int | None] = {text: pair[0] for text, pair in pairs.items() if pair}
-    keys.known.update(own)  # type: ignore[arg-type]
-    homes = {lk.message_id: lk for lk in links}
-    rows = _rows(keys, session_id, messages, homes, [], own, row)
-    inserted: list[int] = []
-    for start in range(0, len(rows), 80):
-        batch = rows[start : start + 80]
-        marks = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(batch))
-        inserted.extend(
-            r[0]
-            for r in conn.execute(
-                f"{_INSERT_OR_IGNORE} {marks} RETURNING node",
-                [value for values in batch for value in values],
+    known = keys.known
+    for text, pair in pairs.items():
+        known[text] = pair[0]
+    session = keys.session(session_id)
+    rows: list[Any] = []
+    for message in messages:
+        (_, _, parent, depth, role, content, call, tool, created, extra) = row(
+            message, session_id, homes.get(message.id)
+        )
+        node, tail = pairs[message.id]
+        if parent is None:
+            parent_key = None
+        else:
+            parent_key = known.get(parent)
+            if parent_key is None:
+                parent_key = keys.refs([parent])[parent]
+        rows.append(
+            (
+                node,
+                tail,
+                session,
+                parent_key,
+                depth,
+                _ROLE_CODES[role],
+                content,
+                created - node // 1000,  # created_offset of a clock key
+                None,
+                call,
+                tool,
+                extra,
             )
         )
-    if len(inserted) == len(rows):
-        return True
-    conn.executemany("DELETE FROM chain_nodes WHERE node = ?", [(k,) for k in inserted])
-    return False
+    return _insert(conn, rows)
+
+
+def _fresh(
+    messages: Sequence[Message], links: Sequence[LinkRecord]
+) -> tuple[dict[str, LinkRecord], dict[str, tuple[int, int]]] | None:
+    """The home links and ``(key, tail)`` of a turn's new messages if they are the common
+    case (``new_id`` ids, distinct clocks, placed at home only); else ``None``."""
+    if not messages:
+        return None
+    homes: dict[str, LinkRecord] = {}
+    for lk in links:
+        if lk.node_id != lk.message_id:
+            return None
+        homes[lk.message_id] = lk
+    pairs: dict[str, tuple[int, int]] = {}
+    for message in messages:
+        pair = split_id(message.id, MESSAGE)
+        if pair is None:
+            return None
+        pairs[message.id] = pair
+    if len({pair[0] for pair in pairs.values()}) != len(messages):
+        return None
+    return (homes, pairs) if homes.keys() <= pairs.keys() else None
+
+
+def _insert(conn: sqlite3.Connection, rows: list[Any]) -> bool:
+    done: list[int] = []
+    try:
+        for start in range(0, len(rows), 80):
+            batch = rows[start : start + 80]
+            conn.execute(_insert_rows(len(batch)), [value for values in batch for value in values])
+            done.extend(values[0] for values in batch)
+    except sqlite3.IntegrityError:
+        # A row is there already (or a value is not allowed: the careful way says so).
+        conn.executemany("DELETE FROM chain_nodes WHERE node = ?", [(k,) for k in done])
+        return False
+    return True
+
+
+@lru_cache(maxsize=80)
+def _insert_rows(count: int) -> str:
+    """The insert of ``count`` node rows in one statement."""
+    return INSERT_NODE.split(" VALUES ")[0] + " VALUES " + ", ".join([_MARKS] * count)
+
+
+_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def insert_nodes(
@@ -155,11 +214,6 @@ def insert_nodes(
     own = keys.own([(m.id, MESSAGE) for m in messages] + [(lk.node_id, LINK) for lk in others])
     conn.executemany(INSERT_NODE, _rows(keys, session_id, messages, homes, others, own, row))
     _place(conn, keys, messages, homes)
-
-
-_INSERT_OR_IGNORE = (
-    INSERT_NODE.replace("INSERT INTO", "INSERT OR IGNORE INTO").split(" VALUES ")[0] + " VALUES"
-)
 
 
 def _rows(
