@@ -153,3 +153,125 @@ def _times(key: np.ndarray, created: tuple[Any, ...], texts: tuple[Any, ...]) ->
     text = pd.Series(np.asarray(texts, dtype=object)[others])
     shown[others] = pd.to_datetime(text, format="ISO8601", utc=True).to_numpy()
     return pd.DatetimeIndex(shown)
+
+
+def shaped_rows(rows: list[tuple[Any, ...]], names: dict[int, str]) -> list[tuple[Any, ...]]:
+    """Lean rows (``_sqlite_checkpoints._LEAN_SELECT``'s columns, no id kept as text) in the
+    old columns (``_checkpoint_rows.COLUMNS``): their ids, times and one-slot / one-model
+    JSON written a column at a time."""
+    import numpy as np
+
+    (
+        keys,
+        tails,
+        sessions,
+        parents,
+        parent_tails,
+        turns,
+        created,
+        created_text,
+        labels,
+        sources,
+        counts,
+        prompts,
+        completions,
+        costs,
+        agents,
+        slots,
+        summary_turns,
+        memories,
+        heads,
+        head_tails,
+        states,
+        models,
+        requests,
+        slots_json,
+        spend_json,
+        pending_json,
+    ) = zip(*rows, strict=True)
+    key = np.fromiter(keys, dtype=np.int64, count=len(keys))
+    ids = render_ids(key, np.fromiter(tails, dtype=np.int64, count=len(keys)), "ckpt")
+    slot_ids = [names.get(s) for s in slots]
+    return list(
+        zip(
+            sessions,
+            ids.tolist(),
+            _parents(key, parents, parent_tails).tolist(),
+            turns,
+            _time_texts(key, created, created_text),
+            labels,
+            [_SOURCE_NAMES.get(s, s) for s in sources],
+            counts,
+            prompts,
+            completions,
+            costs,
+            [names.get(a) for a in agents],
+            slot_ids,
+            summary_turns,
+            memories,
+            _slot_texts(key, slot_ids, heads, head_tails, states, slots_json, names),
+            [
+                text
+                if model is None
+                else f'{{"{names.get(model)}":[{prompt},{completion},{count},{cost!r}]}}'
+                for text, model, prompt, completion, count, cost in zip(
+                    spend_json, models, prompts, completions, requests, costs, strict=True
+                )
+            ],
+            pending_json,
+            strict=True,
+        )
+    )
+
+
+def _time_texts(key: np.ndarray, created: tuple[Any, ...], texts: tuple[Any, ...]) -> list[Any]:
+    """``created_at`` as the old table kept it: ``datetime.isoformat`` of the UTC time."""
+    import numpy as np
+
+    flat = np.fromiter((c is not None for c in created), dtype=bool, count=len(created))
+    shown: list[Any] = list(texts)
+    if not flat.any():
+        return shown
+    micros = np.fromiter((c for c in created if c is not None), dtype=np.int64) + key[flat] // 1000
+    written = np.datetime_as_string(micros.astype("datetime64[us]"), unit="us").tolist()
+    whole = (micros % 1_000_000 == 0).tolist()  # isoformat leaves out zero microseconds
+    for index, text, second in zip(np.flatnonzero(flat).tolist(), written, whole, strict=True):
+        shown[index] = f"{text[:-7] if second else text}+00:00"
+    return shown
+
+
+def _slot_texts(
+    key: np.ndarray,
+    slot_ids: list[Any],
+    heads: tuple[Any, ...],
+    head_tails: tuple[Any, ...],
+    states: tuple[Any, ...],
+    texts: tuple[Any, ...],
+    names: dict[int, str],
+) -> list[Any]:
+    """``slots_json`` of rows whose one slot is in flat columns (``state`` set)."""
+    import numpy as np
+
+    shown: list[Any] = list(texts)
+    flat = [i for i, state in enumerate(states) if state is not None]
+    if not flat:
+        return shown
+    placed = [i for i in flat if heads[i] is not None]
+    heads_of: dict[int, str] = {}
+    if placed:
+        at = np.array(placed, dtype=np.int64)
+        offsets = np.fromiter((heads[i] for i in placed), dtype=np.int64, count=len(placed))
+        tails = np.fromiter((head_tails[i] for i in placed), dtype=np.int64, count=len(placed))
+        nodes = key[at] - offsets
+        messages = render_ids(nodes, tails & 0xFFFFF, "msg").tolist()
+        links = tails >= 1 << 20
+        if links.any():
+            linked = render_ids(nodes[links], tails[links] & 0xFFFFF, "node").tolist()
+            for where, text in zip(np.flatnonzero(links).tolist(), linked, strict=True):
+                messages[where] = text
+        heads_of = dict(zip(placed, messages, strict=True))
+    for i in flat:
+        head = heads_of.get(i)
+        shown_head = "null" if head is None else f'"{head}"'
+        shown[i] = f'{{"{slot_ids[i]}":[{shown_head},"{names.get(states[i])}"]}}'
+    return shown

@@ -15,6 +15,7 @@ Every write goes through :func:`write_checkpoint` with a row in the old columns
 
 from __future__ import annotations
 
+import gc
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from agcore_lab.store._lean_frame import shaped_rows
 from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, split_id
 
 __all__ = [
@@ -402,87 +404,19 @@ def old_rows(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    rows = conn.execute(sql, params).fetchall()
-    if not rows:
-        return []
-    names = dict(conn.execute("SELECT key, name FROM names").fetchall())
-    # Each id written once: a checkpoint's parent is mostly the next row (newest first).
-    ids = {row[0]: (row[1], render(row[0], row[1], CKPT)) for row in rows}
-    return [_shaped(row, names, ids) for row in rows]
-
-
-def _shaped(
-    row: Sequence[Any], names: dict[int, str], ids: dict[int, tuple[int, str]]
-) -> tuple[Any, ...]:
-    (
-        key,
-        tail,
-        session_id,
-        parent,
-        parent_tail,
-        turn,
-        created,
-        created_text,
-        label,
-        source,
-        count,
-        prompt,
-        completion,
-        cost,
-        agent,
-        slot,
-        summary_turn,
-        memory,
-        head,
-        head_tail,
-        state,
-        model,
-        requests,
-        slots_json,
-        spend_json,
-        pending_json,
-    ) = row
-    slot_id = names.get(slot)
-    if state is not None:
-        if head is None:
-            shown = "null"
-        else:
-            prefix = LINK if head_tail >= 1 << 20 else MESSAGE
-            shown = f'"{render(key - head, head_tail & 0xFFFFF, prefix)}"'
-        slots_json = f'{{"{slot_id}":[{shown},"{names.get(state)}"]}}'
-    if model is not None:
-        spend_json = f'{{"{names.get(model)}":[{prompt},{completion},{requests},{cost!r}]}}'
-    if created_text is None and created is not None:
-        micros = created + key // 1000
-        created_text = (_EPOCH + timedelta(microseconds=micros)).isoformat()
-    shown_parent = None
-    if parent is not None:
-        parent = key - parent
-        known = ids.get(parent)
-        if known is not None and known[0] == parent_tail:
-            shown_parent = known[1]
-        else:
-            shown_parent = render(parent, parent_tail, CKPT)
-    return (
-        session_id,
-        ids[key][1],
-        shown_parent,
-        turn,
-        created_text,
-        label,
-        _SOURCE_NAMES.get(source, source),
-        count,
-        prompt,
-        completion,
-        cost,
-        names.get(agent),
-        slot_id,
-        summary_turn,
-        memory,
-        slots_json,
-        spend_json,
-        pending_json,
-    )
+    # Tens of thousands of tuples, none of them garbage: the cyclic collector would rescan
+    # them while they are made (as in ``_checkpoint_rows.read_checkpoints``).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = conn.execute(sql, params).fetchall()
+        if not rows:
+            return []
+        names = dict(conn.execute("SELECT key, name FROM names").fetchall())
+        return shaped_rows(rows, names)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _view_rows(

@@ -5,7 +5,7 @@ in the common case and in the rare ones (a time kept as text, no parent, an id k
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +91,40 @@ def test_rare_rows_are_shown_as_the_view_shows_them(tmp_path: Path) -> None:
     frame = manager.checkpointer.to_dataframe(sid)
     assert "ckpt_by_hand" in set(frame["ckpt_id"])
     pd.testing.assert_frame_equal(frame, _by_sql(store, sid))
+
+
+def test_listed_rows_built_by_column_are_the_rows_of_the_view(tmp_path: Path) -> None:
+    # Every form a lean row takes: heads that are messages, links or none, times with and
+    # without microseconds, roots; the rows the listing reads are the view's, value for value.
+    from agcore_lab.store._sqlite_checkpoints import _view_rows, old_rows
+
+    manager, store, sid, _ = _lab(tmp_path / "lab.db")
+    template = store.list_checkpoints(sid, limit=1)[0]
+    start = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
+    heads = [new_id("msg"), new_id("node"), None]
+    with store.transaction() as conn:
+        for n in range(9):
+            slots = {
+                slot_id: slot.model_copy(update={"head_node_id": heads[n % 3]})
+                for slot_id, slot in template.slots.items()
+            }
+            insert_checkpoint(
+                conn,
+                template.model_copy(
+                    update={
+                        "ckpt_id": new_id("ckpt"),
+                        "turn_index": 50 + n,
+                        "slots": slots,
+                        "created_at": start + timedelta(seconds=n, microseconds=(n % 2) * 7),
+                        "parent_ckpt_id": None if n == 4 else template.ckpt_id,
+                    }
+                ),
+            )
+    conn = store.connection
+    flat = conn.execute("SELECT count(*) FROM checkpoint_rows WHERE state IS NOT NULL")
+    assert flat.fetchone()[0] >= 9  # the slots are in flat columns, so rebuilt here
+    listed = old_rows(conn, sid, None, None)
+    assert listed == _view_rows(conn, sid, None, None, None)
+    shown = "\n".join(str(row[15]) for row in listed)
+    assert all(h in shown for h in heads if h) and '[null,"' in shown
+    assert any(row[4].endswith(":00+00:00") for row in listed)  # no microseconds written
