@@ -21,7 +21,6 @@ Examples:
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable
 from functools import lru_cache
@@ -48,7 +47,6 @@ ROLE_NAMES = {code: name for name, code in ROLE_CODES.items()}
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
-_DIGITS = re.compile(r"[0-9a-hjkmnp-tv-z]{17}")
 # Our digits as Python's base-32 digits (0-9a-v), for int(text, 32).
 _TO_INT = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
 
@@ -60,10 +58,11 @@ def split_id(text: str, prefix: str) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=8192)  # a turn splits the ids it writes again (parents, heads)
 def _split(text: str, prefix: str) -> tuple[int, int] | None:
-    if len(text) != len(prefix) + 18 or not text.startswith(prefix) or text[len(prefix)] != "_":
+    size = len(prefix)
+    if len(text) != size + 18 or text[size] != "_" or not text.startswith(prefix):
         return None
-    digits = text[len(prefix) + 1 :]
-    if _DIGITS.fullmatch(digits) is None:
+    digits = text[size + 1 :]
+    if digits.strip(_ALPHABET):  # a character that is not one of our digits
         return None
     value = int(digits.translate(_TO_INT), 32)
     key = value >> 20
