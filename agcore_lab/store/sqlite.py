@@ -8,6 +8,7 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -377,9 +378,16 @@ class SqliteStore(SqliteConnection):
         def read(conn: Any) -> list[CkptMeta]:
             if _postgres(conn):
                 return read_checkpoints(conn, where, params, limit)
-            return read_checkpoints(
-                conn, where, params, limit, rows=old_rows(conn, session_id, before, limit)
-            )
+            # The collector stays off from the rows to the records (as read_checkpoints keeps
+            # it off): let on between them, it rescans every row just made, none garbage.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                rows = old_rows(conn, session_id, before, limit)
+                return read_checkpoints(conn, where, params, limit, rows=rows)
+            finally:
+                if collecting:
+                    gc.enable()
 
         return self._locked_read(read, "checkpoints", session_id)
 
