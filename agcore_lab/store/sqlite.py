@@ -421,7 +421,13 @@ class SqliteStore(SqliteConnection):
         def read(conn: Any) -> dict[str, Any] | None:
             if _postgres(conn):
                 return None
-            return frame_columns(conn, session_id)
+            collecting = gc.isenabled()
+            gc.disable()  # columns of many new objects, none garbage (as in list_checkpoints)
+            try:
+                return frame_columns(conn, session_id)
+            finally:
+                if collecting:
+                    gc.enable()
 
         return self._locked_read(read, "checkpoints", session_id)
 
