@@ -50,7 +50,7 @@ from typing import Any
 
 from agcore_lab import Agent, AgentSession, Message, ScriptedModel, SessionManager, SqliteStore
 from agcore_lab.llm.history import MessageHistory
-from agcore_lab.store import _chains
+from agcore_lab.store import _chains, _sqlite_chains
 
 QUESTION = "Question {i}: what does the agent remember about item {i} of the long list?"
 FILLER = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
@@ -197,8 +197,16 @@ def _content_bytes(session: AgentSession) -> int:
 
 
 def _raw_fetch(db: Path, head: str) -> list[Any]:
+    # The store's own chain query, by plain sqlite3: schema 11 walks chain_nodes by rowid
+    # from the head's key (before it: the text-keyed walk over messages).
     conn = sqlite3.connect(db)
     try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= 11:
+            key = _sqlite_chains.stored_keys(conn, [head])[head]
+            tail, link = conn.execute(
+                "SELECT tail, role IS NULL FROM chain_nodes WHERE node = ?", (key,)
+            ).fetchone()
+            return conn.execute(_sqlite_chains._NODES_SQL, (key, 1 << 62, tail, link)).fetchall()
         return conn.execute(_chains._CHAIN_SQL, (head,)).fetchall()
     finally:
         conn.close()
@@ -233,7 +241,11 @@ async def loads(db: Path, sid: str, repeats: int) -> dict[str, Any]:
     for _ in range(repeats):
         conn = sqlite3.connect(db)
         start = clock()
-        conn.execute("SELECT * FROM messages WHERE session_id = ?", (sid,)).fetchall()
+        conn.execute(  # schema 11: the base rows (``messages`` is a view computing ids)
+            "SELECT * FROM chain_nodes WHERE session = "
+            "(SELECT key FROM session_keys WHERE session_id = ?)",
+            (sid,),
+        ).fetchall()
         times.append(clock() - start)
         conn.close()
     figures["table_s"] = min(times)

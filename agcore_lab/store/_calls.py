@@ -59,6 +59,7 @@ from agcore_lab.store._call_blobs import (
     tools_body,
 )
 from agcore_lab.store._json import compact
+from agcore_lab.store._sqlite_checkpoints import ids_of_session
 from agcore_lab.store.base import LinkRecord
 
 __all__ = [
@@ -281,11 +282,16 @@ def stamp(some_id: str) -> str:
 def checkpoint_ids(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, list[str]]:
     """Each session's checkpoint ids, oldest first (to find the one a call led to)."""
     found: dict[str, list[str]] = {}
+    lean = getattr(conn, "dialect", "sqlite") != "postgresql"
     for session_id in sorted(session_ids):
-        rows = conn.execute(
-            "SELECT ckpt_id FROM checkpoints WHERE session_id = ?", (session_id,)
-        ).fetchall()
-        found[session_id] = sorted((r[0] for r in rows), key=stamp)
+        if lean:  # schema 11: the lean rows by session, not the view's computed ids
+            ids = ids_of_session(conn, session_id)
+        else:
+            rows = conn.execute(
+                "SELECT ckpt_id FROM checkpoints WHERE session_id = ?", (session_id,)
+            ).fetchall()
+            ids = [r[0] for r in rows]
+        found[session_id] = sorted(ids, key=stamp)
     return found
 
 

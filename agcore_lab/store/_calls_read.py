@@ -110,6 +110,16 @@ def _responses(
     from agcore_lab.store._chains import _message
 
     found: dict[str, AssistantMessage] = {}
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        from agcore_lab.store._chains import _built
+        from agcore_lab.store._sqlite_chains import stored_messages
+
+        for message, parent in stored_messages(conn, ids, _built):
+            if isinstance(message, AssistantMessage):
+                found[message.id] = message
+                if parent is not None:
+                    parents[message.id] = parent
+        return found
     ordered = sorted(ids)
     for start in range(0, len(ordered), 500):
         batch = ordered[start : start + 500]

@@ -29,6 +29,7 @@ from agcore_lab.llm.messages import (
     ToolMessage,
     UserMessage,
 )
+from agcore_lab.store import _sqlite_chains as lean
 from agcore_lab.store._trusted import build_all, trusted
 from agcore_lab.store.base import LinkRecord, SlotRecord
 
@@ -131,6 +132,8 @@ def _placements(
     conn: sqlite3.Connection, message_ids: Sequence[str]
 ) -> dict[str, tuple[str | None, int]]:
     """Where the stored, placed messages among ``message_ids`` are at home."""
+    if not _postgres(conn):
+        return lean.placements(conn, message_ids)
     found: dict[str, tuple[str | None, int]] = {}
     for start in range(0, len(message_ids), 500):
         batch = message_ids[start : start + 500]
@@ -194,8 +197,13 @@ def insert_chain(
     Raises:
         StorageError: A node that exists already would be written again.
     """
+    if not _postgres(conn) and lean.insert_new(conn, session_id, messages, links, _row):
+        return {}  # a turn's new messages, in one insert
     new_ids = {m.id for m in messages}
     links, renamed = _rehome(conn, new_ids, links) if new_ids else (list(links), {})
+    if not _postgres(conn):
+        lean.insert_nodes(conn, session_id, messages, links, _row)
+        return renamed
     homes = {lk.message_id: lk for lk in links if lk.node_id == lk.message_id}
     conn.executemany(
         "INSERT OR IGNORE INTO messages (message_id, session_id, parent_id, depth, role, "
@@ -273,6 +281,8 @@ def _postgres(conn: object) -> bool:
 
 def read_chain(conn: sqlite3.Connection, head_node_id: str) -> list[tuple[LinkRecord, Message]]:
     """The chain ending at ``head_node_id``, oldest first, in one recursive query."""
+    if not _postgres(conn):
+        return lean.read_nodes(conn, head_node_id, None, _built, _entry)
     cursor = conn.execute(_CHAIN_SQL_PG if _postgres(conn) else _CHAIN_SQL, (head_node_id,))
     return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
 
@@ -289,6 +299,18 @@ _ENTRY_COLUMNS = (
     "created_us",
     "extra_json",
 )
+
+
+def _entry(
+    node_id: str, parent: str | None, depth: int, built: Message
+) -> tuple[LinkRecord, Message]:
+    link = {
+        "node_id": built.id if node_id == built.id else node_id,  # one string, not two
+        "parent_node_id": parent,
+        "message_id": built.id,
+        "depth": depth,
+    }
+    return trusted(LinkRecord, link, _LINK_SET), built
 
 
 def _entries(cursor: Any) -> Callable[[Sequence[Any]], tuple[LinkRecord, Message]]:
@@ -359,7 +381,9 @@ def read_chain_tail(
 ) -> list[tuple[LinkRecord, Message]]:
     """The newest ``limit`` nodes of the chain ending at ``head_node_id``, oldest first; the
     first one's ``parent_node_id`` says where the rest of the chain continues."""
-    sql = _TAIL_SQL_PG if _postgres(conn) else _TAIL_SQL
+    if not _postgres(conn):
+        return lean.read_nodes(conn, head_node_id, limit, _built, _entry)
+    sql = _TAIL_SQL_PG
     cursor = conn.execute(sql, (head_node_id, limit))
     return build_all(cursor, _entries(cursor))  # row by row: no list of raw rows
 
@@ -421,7 +445,10 @@ SELECT node_id FROM keep
 def delete_session_chains(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete a session's messages and links, keeping every node another session's chain
     (a slot, or any of its checkpoints) still passes through, and that node's ancestors."""
-    keep = _KEEP_SQL_PG if _postgres(conn) else _KEEP_SQL
+    if not _postgres(conn):
+        lean.delete_nodes_of_session(conn, session_id)
+        return
+    keep = _KEEP_SQL_PG
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _keep(node_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _keep")
     conn.execute("INSERT OR IGNORE INTO _keep (node_id) " + keep, (session_id,))

@@ -36,6 +36,7 @@ from agcore_lab.store._checkpoint_plans import (
     spend_plan,
     stamp,
 )
+from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id as lean_latest_checkpoint_id
 from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
 
@@ -227,21 +228,30 @@ class _Plans:
 
 
 def read_checkpoints(
-    conn: sqlite3.Connection, where: str, params: Sequence[Any], limit: int | None = None
+    conn: sqlite3.Connection,
+    where: str,
+    params: Sequence[Any],
+    limit: int | None = None,
+    *,
+    rows: list[tuple[Any, ...]] | None = None,
 ) -> list[CkptMeta]:
     """Checkpoints matching ``where`` (an SQL condition), newest first, at most ``limit``.
+
+    ``rows``: the rows (in :data:`COLUMNS`, newest first) read already — SQLite's schema 11
+    reads its lean rows itself (``_sqlite_checkpoints.old_rows``); ``where`` is not used then.
 
     Raises:
         CorruptRecordError: A row (or a slot state it names) is damaged: nothing is returned.
     """
-    sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
-    cursor = conn.execute(
-        sql if limit is None else sql + " LIMIT ?",
-        tuple(params) if limit is None else (*params, limit),
-    )
-    rows: list[tuple[Any, ...]] = cursor.fetchall()
-    if rows and type(rows[0]) is not tuple:
-        rows = [tuple(r) for r in rows]  # another backend's row objects
+    if rows is None:
+        sql = f"SELECT {_SELECT} FROM checkpoints WHERE {where} ORDER BY ckpt_id DESC"
+        cursor = conn.execute(
+            sql if limit is None else sql + " LIMIT ?",
+            tuple(params) if limit is None else (*params, limit),
+        )
+        rows = cursor.fetchall()
+        if rows and type(rows[0]) is not tuple:
+            rows = [tuple(r) for r in rows]  # another backend's row objects
     # Tens of thousands of small objects, none of them garbage: the cyclic collector would
     # rescan them over and over while they are made (it doubled the time of a long listing).
     collecting = gc.isenabled()
@@ -310,7 +320,10 @@ def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Ckpt
 
 def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
     """The id of ``session_id``'s newest checkpoint, or ``None``: the first entry of the
-    listing's index, no record read."""
+    listing's index, no record read (on SQLite, of the lean rows' index: the ``checkpoints``
+    view would read the whole session)."""
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        return lean_latest_checkpoint_id(conn, session_id)
     found = conn.execute(
         "SELECT ckpt_id FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC LIMIT 1",
         (session_id,),

@@ -21,6 +21,7 @@ from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._json import compact
+from agcore_lab.store._sqlite_checkpoints import clear_checkpoints, write_checkpoint
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
@@ -146,8 +147,9 @@ def _spend_compact(spend: dict[str, ModelSpend]) -> str:
 def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     """Insert one checkpoint row (and any slot state not stored yet)."""
     slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
-    conn.execute(
-        _INSERT_CHECKPOINT,
+    write = _plain_insert if getattr(conn, "dialect", "sqlite") == "postgresql" else _LEAN
+    write(
+        conn,
         (
             ckpt.session_id,
             ckpt.ckpt_id,
@@ -169,6 +171,13 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
             ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
         ),
     )
+
+
+def _plain_insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    conn.execute(_INSERT_CHECKPOINT, row)
+
+
+_LEAN = write_checkpoint  # SQLite's schema 11: the same row, stored lean
 
 
 def checkpoint_page(
@@ -204,6 +213,8 @@ def delete_checkpoints(
     conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
 ) -> int:
     """Delete a session's checkpoints (all, or those listed); return how many."""
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        return clear_checkpoints(conn, session_id, ckpt_ids)
     if ckpt_ids is None:
         return conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,)).rowcount
     removed = 0

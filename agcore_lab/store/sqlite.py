@@ -8,6 +8,7 @@ transactions (safe from several processes on one file). Driver errors are wrappe
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -59,6 +60,7 @@ from agcore_lab.store._checkpoints import (
     slot_values,
 )
 from agcore_lab.store._json import compact
+from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._memory import (
     delete_memory,
     latest_version,
@@ -77,6 +79,7 @@ from agcore_lab.store._sessions import (
 from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
 )
+from agcore_lab.store._sqlite_checkpoints import old_rows
 from agcore_lab.store._sqlite_connection import SqliteConnection
 from agcore_lab.store._sqlite_errors import (
     decoding,
@@ -100,6 +103,10 @@ T = TypeVar("T")
 
 
 # The columns of a slots row, in the order of slot_values.
+
+
+def _postgres(conn: Any) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 def _ts(value: datetime) -> str:
@@ -214,8 +221,9 @@ class SqliteStore(SqliteConnection):
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             # Messages are stored once: another session's chain may still pass through them.
             delete_session_chains(conn, session_id)
-            for table in ("slots", "memory_log", "checkpoints"):
+            for table in ("slots", "memory_log"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            delete_checkpoints(conn, session_id, None)
             delete_session_calls(conn, session_id)
             log_change(conn, session_id, "destroyed", self._origin)
             return True
@@ -301,9 +309,7 @@ class SqliteStore(SqliteConnection):
             )
             log_change(conn, sid, change, self._origin)
             if checkpoint is not None:  # its parent and memory version, read in this write
-                latest = conn.execute(
-                    "SELECT max(ckpt_id) FROM checkpoints WHERE session_id = ?", (sid,)
-                ).fetchone()[0]
+                latest = latest_checkpoint_id(conn, sid)
                 read = {"parent_ckpt_id": latest, "memory_version": latest_version(conn, sid)}
                 insert_checkpoint(conn, checkpoint.model_copy(update=read))
                 log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
@@ -368,15 +374,35 @@ class SqliteStore(SqliteConnection):
         only those older than checkpoint ``before`` (an id) or of turns before ``before`` (an
         int) when given."""
         where, params, limit = checkpoint_page(session_id, limit, before)
-        return self._locked_read(
-            lambda conn: read_checkpoints(conn, where, params, limit), "checkpoints", session_id
-        )
+
+        def read(conn: Any) -> list[CkptMeta]:
+            if _postgres(conn):
+                return read_checkpoints(conn, where, params, limit)
+            # The collector stays off from the rows to the records (as read_checkpoints keeps
+            # it off): let on between them, it rescans every row just made, none garbage.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                rows = old_rows(conn, session_id, before, limit)
+                return read_checkpoints(conn, where, params, limit, rows=rows)
+            finally:
+                if collecting:
+                    gc.enable()
+
+        return self._locked_read(read, "checkpoints", session_id)
 
     def get_checkpoint(self, ckpt_id: str) -> CkptMeta | None:
         """One checkpoint by id, or ``None``."""
-        found = self._locked_read(
-            lambda conn: read_checkpoints(conn, "ckpt_id = ?", [ckpt_id]), "checkpoints", ckpt_id
-        )
+
+        def read(conn: Any) -> list[CkptMeta]:
+            if _postgres(conn):
+                return read_checkpoints(conn, "ckpt_id = ?", [ckpt_id])
+            if not isinstance(ckpt_id, str):  # asked as before, so that a bad id is named
+                return read_checkpoints(conn, "ckpt_id = ?", [ckpt_id])
+            rows = old_rows(conn, None, None, None, ckpt_id=ckpt_id)
+            return read_checkpoints(conn, "", [], rows=rows)
+
+        found = self._locked_read(read, "checkpoints", ckpt_id)
         return found[0] if found else None
 
     def latest_checkpoint_id(self, session_id: str) -> str | None:
@@ -384,6 +410,26 @@ class SqliteStore(SqliteConnection):
         return self._locked_read(
             lambda conn: latest_checkpoint_id(conn, session_id), "checkpoints", session_id
         )
+
+    def checkpoint_frame_columns(self, session_id: str | None) -> dict[str, Any] | None:
+        """The columns of ``Checkpointer.to_dataframe`` (``checkpoint_frame.FRAME_COLUMNS``),
+        newest first, built a column at a time from the lean rows of schema 11 (the
+        ``checkpoints`` view computes its text columns in SQL, slower); ``{}`` for none;
+        ``None`` where the SQL is the way (PostgreSQL, an id kept as text, or a row whose
+        counters are not numbers: the SQL shows it as it is)."""
+
+        def read(conn: Any) -> dict[str, Any] | None:
+            if _postgres(conn):
+                return None
+            collecting = gc.isenabled()
+            gc.disable()  # columns of many new objects, none garbage (as in list_checkpoints)
+            try:
+                return frame_columns(conn, session_id)
+            finally:
+                if collecting:
+                    gc.enable()
+
+        return self._locked_read(read, "checkpoints", session_id)
 
     def delete_checkpoints(self, session_id: str, ckpt_ids: Sequence[str] | None = None) -> int:
         """Delete some or all of a session's checkpoints; return how many went."""

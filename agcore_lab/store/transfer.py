@@ -30,6 +30,12 @@ from urllib.parse import unquote
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
 from agcore_lab.store._graph import read_graph, upsert_entities, upsert_relations
 from agcore_lab.store._pg_vectors import insert_pg_vectors, read_pg_vectors
+from agcore_lab.store._sqlite_nodes import (
+    BASE_TABLES,
+    OLD_TABLES,
+    clear_old_table,
+    write_old_table,
+)
 from agcore_lab.store._vectors import insert_vectors, read_vectors
 from agcore_lab.store.sqlite import SqliteStore
 
@@ -86,7 +92,10 @@ def _tables(conn: Any) -> set[str]:
         )
     else:
         sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    return {row[0] for row in conn.execute(sql).fetchall()}
+    names = {row[0] for row in conn.execute(sql).fetchall()}
+    if not _is_pg(conn) and "chain_nodes" in names:  # schema 11: views stand for the old tables
+        names = (names - BASE_TABLES) | set(OLD_TABLES)
+    return names
 
 
 def _columns(conn: Any, table: str) -> list[str]:
@@ -123,6 +132,9 @@ def _insert(conn: Any, table: str, columns: list[str], rows: list[tuple[Any, ...
         with conn.raw.cursor().copy(f"COPY {table} ({names}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+        return
+    if table in OLD_TABLES:
+        write_old_table(conn, table, columns, rows)
         return
     marks = ", ".join("?" * len(columns))
     conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
@@ -292,7 +304,10 @@ def _copy(
                 destination=report.destination,
             )
         for table in held:
-            write.execute(f"DELETE FROM {table}")
+            if table in OLD_TABLES and not _is_pg(write):
+                clear_old_table(write, table)
+            else:
+                write.execute(f"DELETE FROM {table}")
         for table in plain:
             report.tables[table] = _copy_table(read, write, table, batch, tell)
         for namespace, dim, created_at in _vector_namespaces(read, src_tables):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ from agcore_lab import Agent, AgentSession, ScriptedModel, SessionManager, Sqlit
 from agcore_lab.errors import InvalidInputError, StorageError
 from agcore_lab.llm.tools import Tool
 from agcore_lab.store.migrations import MIGRATIONS
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _agent() -> Agent:
@@ -190,37 +193,54 @@ def test_a_version_5_file_opens_migrates_and_keeps_its_data(tmp_path: Path) -> N
     raw.execute("COMMIT")
     raw.close()
     assert SqliteStore(path).schema_version == len(MIGRATIONS)  # an empty old file migrates
-    # A file with history, written before m007 (same tables, no index), opens and works.
-    manager = SessionManager(SqliteStore(path))
-    sid = manager.create_sync(_agent())
-    manager.submit_turn_sync(sid, "one")
-    ckpts = manager.checkpointer.list_checkpoints_sync(sid)
-    # The checkpoint-id index is the newest migration: a file from before it has every other.
-    assert MIGRATIONS[-1].__name__ == "_m010_checkpoint_id_index"
-    raw = sqlite3.connect(path, isolation_level=None)
+    # A file with history from before the checkpoint-id index (m010): the lab of schema 10
+    # (tests/data/schema10_lab.db) without it, so m010 and every later migration run on it.
+    assert MIGRATIONS[9].__name__ == "_m010_checkpoint_id_index"
+    old = tmp_path / "history.db"
+    shutil.copy(DATA / "schema10_lab.db", old)
+    raw = sqlite3.connect(old, isolation_level=None)
     raw.execute("DROP INDEX checkpoints_ckpt_id")
-    raw.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
-    raw.close()
-    store = SqliteStore(path)
-    assert store.schema_version == len(MIGRATIONS)
-    names = {r[0] for r in store.connection.execute("SELECT name FROM sqlite_master")}
-    assert "checkpoints_ckpt_id" in names
-    again = SessionManager(store)
-    assert [c.ckpt_id for c in again.checkpointer.list_checkpoints_sync(sid)] == [
-        c.ckpt_id for c in ckpts
+    raw.execute("PRAGMA user_version = 9")
+    sid, *_ = raw.execute("SELECT session_id FROM sessions ORDER BY turn_index DESC").fetchone()
+    ckpts = [
+        r[0]
+        for r in raw.execute(
+            "SELECT ckpt_id FROM checkpoints WHERE session_id = ? ORDER BY ckpt_id DESC", (sid,)
+        )
     ]
+    raw.close()
+    store = SqliteStore(old)
+    assert store.schema_version == len(MIGRATIONS)
+    again = SessionManager(store)
+    assert [c.ckpt_id for c in again.checkpointer.list_checkpoints_sync(sid)] == ckpts
+    assert again.checkpointer.get_checkpoint_sync(ckpts[-1]).ckpt_id == ckpts[-1]
+    turns = store.get_session(sid).turn_index  # type: ignore[union-attr]
     again.recover_sync(sid, _agent())
     again.submit_turn_sync(sid, "two")
-    assert store.get_session(sid).turn_index == 2  # type: ignore[union-attr]
+    assert store.get_session(sid).turn_index == turns + 1  # type: ignore[union-attr]
 
 
-def test_checkpoint_lookup_by_id_uses_the_index(tmp_path: Path) -> None:
+def test_checkpoint_lookup_by_id_is_a_key_lookup(tmp_path: Path) -> None:
+    # Schema 11 keeps no index on text ids: a checkpoint id encodes its row's integer key.
     store = SqliteStore(tmp_path / "i.db")
-    plan = store.connection.execute(
-        "EXPLAIN QUERY PLAN SELECT * FROM checkpoints WHERE ckpt_id = ?", ("x",)
-    ).fetchall()
-    text = " ".join(str(row[-1]) for row in plan)
-    assert "checkpoints_ckpt_id" in text and "SCAN" not in text
+    manager = SessionManager(store)
+    sid = manager.create_sync(_agent())
+    for text in ("one", "two", "three"):
+        manager.submit_turn_sync(sid, text)
+    wanted = store.list_checkpoints(sid)[1]
+    seen: list[str] = []
+    store.connection.set_trace_callback(seen.append)
+    try:
+        found = store.get_checkpoint(wanted.ckpt_id)
+    finally:
+        store.connection.set_trace_callback(None)
+    assert found is not None and found.ckpt_id == wanted.ckpt_id
+    plans = [
+        " ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        for sql in seen
+        if "checkpoint_rows" in sql
+    ]
+    assert plans and all("SCAN" not in plan for plan in plans), plans
 
 
 @pytest.mark.parametrize("bad", [2**70, ["ses_1"], {"id": 1}])

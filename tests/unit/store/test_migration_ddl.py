@@ -47,3 +47,19 @@ def test_no_store_module_but_migrations_holds_sqlite_ddl() -> None:
         and ddl.search(path.read_text(encoding="utf-8"))
     )
     assert holders == []
+
+
+GOLDEN_11 = GOLDEN.with_name("schema_m011.json")
+
+
+def test_schema_eleven_is_the_lean_layout_written_down(tmp_path: Path) -> None:
+    # tests/data/schema_m011.json: a fresh file at schema 11 (issue 16's layout). A change to
+    # m011's DDL after release would change what old files became: add a migration instead.
+    golden = json.loads(GOLDEN_11.read_text(encoding="utf-8"))
+    got = _schema_after(11, tmp_path / "fresh.db")
+    assert got == golden
+    kinds = {name: kind for kind, name, _, _ in got}
+    for view in ("messages", "message_links", "checkpoints", "checkpoints_keyed"):
+        assert kinds[view] == "view"
+    assert "checkpoints_ckpt_id" not in kinds  # no index on text ids any more
+    assert {"chain_nodes", "checkpoint_rows", "session_keys", "names"} <= set(kinds)

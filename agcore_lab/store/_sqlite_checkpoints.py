@@ -1,0 +1,467 @@
+"""Checkpoint rows of schema 11 (SQLite): one lean ``checkpoint_rows`` row per checkpoint.
+
+The key is the checkpoint id's clock digits (its random digits in ``tail``; any other id gets
+a negative key and its text in ``checkpoint_ids``), the session a number (``session_keys``),
+the parent and the slot's head as small offsets from the key plus their random digits, the time
+an offset from the key's time, the source a code, and names (agent, slot, model, slot-state
+digest) numbers in ``names``. The common case — one slot, the current one; one model whose
+totals are the checkpoint's — is all flat columns; anything else keeps its JSON column as
+before. The ``checkpoints`` view gives the old columns (and ``checkpoints_keyed`` the keys
+beside them, for the store's own lookups).
+
+Every write goes through :func:`write_checkpoint` with a row in the old columns
+(``_checkpoint_rows.COLUMNS``): a turn's checkpoint, migration m011, and ``agcore-lab migrate``.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic_core import from_json
+
+from agcore_lab.store._lean_frame import shaped_rows
+from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, split_id
+
+__all__ = [
+    "CKPT",
+    "checkpoint_key",
+    "clear_checkpoints",
+    "ids_of_session",
+    "old_rows",
+    "latest_checkpoint_id",
+    "write_checkpoint",
+]
+
+CKPT = "ckpt"
+SOURCES = {"auto": 0, "manual": 1, "fork": 2, "rollback": 3}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SAFE = re.compile(r"[A-Za-z0-9_.:/@+\- ]{1,200}")
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+_INSERT = (
+    "INSERT INTO checkpoint_rows (ckpt, tail, session, parent, parent_tail, turn_index, "
+    "created, source, message_count, prompt_tokens, completion_tokens, cost_usd, agent, "
+    "current_slot, last_summary_turn, memory_version, head, head_tail, state, model, requests, "
+    "label, created_text, slots_json, spend_json, pending_json) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _names(conn: sqlite3.Connection, wanted: Sequence[str]) -> dict[str, int]:
+    """The numbers of ``wanted`` names in ``names`` (made for those without one)."""
+    distinct = sorted(set(wanted))
+    found: dict[str, int] = dict(
+        conn.execute(
+            f"SELECT name, key FROM names WHERE name IN ({','.join('?' * len(distinct))})",
+            distinct,
+        ).fetchall()
+    )
+    for name in distinct:
+        if name not in found:
+            found[name] = int(
+                conn.execute(
+                    "INSERT INTO names (name) VALUES (?) RETURNING key", (name,)
+                ).fetchone()[0]
+            )
+    return found
+
+
+def _kept(conn: sqlite3.Connection, ckpt_id: str) -> int | None:
+    found = conn.execute("SELECT key FROM checkpoint_ids WHERE ckpt_id = ?", (ckpt_id,)).fetchone()
+    return int(found[0]) if found is not None else None
+
+
+def _new_kept(conn: sqlite3.Connection, ckpt_id: str) -> int:
+    key = conn.execute("SELECT coalesce(min(key), 0) - 1 FROM checkpoint_ids").fetchone()[0]
+    conn.execute("INSERT INTO checkpoint_ids (key, ckpt_id) VALUES (?, ?)", (key, ckpt_id))
+    return int(key)
+
+
+def checkpoint_key(conn: sqlite3.Connection, ckpt_id: str) -> int | None:
+    """The key of stored checkpoint ``ckpt_id``, or ``None``."""
+    kept = _kept(conn, ckpt_id)
+    if kept is not None:
+        return kept
+    pair = split_id(ckpt_id, CKPT)
+    if pair is None:
+        return None
+    found = conn.execute("SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (pair[0],)).fetchone()
+    return pair[0] if found is not None and found[0] == pair[1] else None
+
+
+def _own(conn: sqlite3.Connection, ckpt_id: str) -> tuple[int, int | None]:
+    kept = _kept(conn, ckpt_id)
+    if kept is not None:
+        return kept, None
+    pair = split_id(ckpt_id, CKPT)
+    if pair is not None:
+        found = conn.execute(
+            "SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (pair[0],)
+        ).fetchone()
+        if found is None or found[0] == pair[1]:  # free, or this id (its insert then fails)
+            return pair
+    return _new_kept(conn, ckpt_id), None
+
+
+def _reference(
+    conn: sqlite3.Connection, key: int, ckpt_id: str, texts: bool = True
+) -> tuple[int, int | None]:
+    """A parent as (key - parent key, parent's random digits or NULL: text kept);
+    ``texts``: whether any checkpoint id may be kept as text."""
+    kept = _kept(conn, ckpt_id) if texts else None
+    if kept is None:
+        pair = split_id(ckpt_id, CKPT)
+        if pair is not None:
+            return key - pair[0], pair[1]
+        kept = _new_kept(conn, ckpt_id)
+    return key - kept, None
+
+
+def _time(text: object, key: int) -> tuple[int | None, object]:
+    """(offset, None) when the view gives back exactly ``text``; else (None, text)."""
+    if type(text) is not str:
+        return None, text
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None, text
+    if moment.utcoffset() != timedelta(0):
+        return None, text
+    micros = (moment - _EPOCH) // timedelta(microseconds=1)
+    if micros < 0 or (_EPOCH + timedelta(microseconds=micros)).isoformat() != text:
+        return None, text
+    return micros - (key // 1000 if key > 0 else 0), None
+
+
+def _cost_text(cost: float) -> str | None:
+    # How SQLite's JSON writes a REAL (%!.15g), when that is also Python's repr.
+    text = repr(cost)
+    if "e" in text or "n" in text:
+        return None
+    return text if f"{cost:.15g}" == text.removesuffix(".0") or f"{cost:.15g}" == text else None
+
+
+def _flat_slot(text: object, slot: object) -> tuple[int | None, int | None, str] | None:
+    """(head offset source, head tail, digest) of a one-slot ``slots_json`` the view writes
+    back byte for byte; ``None`` otherwise. The head offset source is the head's key."""
+    if type(text) is not str or type(slot) is not str or _SAFE.fullmatch(slot) is None:
+        return None
+    try:
+        heads = from_json(text)
+    except ValueError:
+        return None
+    if type(heads) is not dict or list(heads) != [slot]:
+        return None
+    pair = heads[slot]
+    if type(pair) is not list or len(pair) != 2 or type(pair[1]) is not str:
+        return None
+    head, digest = pair
+    if _DIGEST.fullmatch(digest) is None:
+        return None
+    if head is None:
+        if text != f'{{"{slot}":[null,"{digest}"]}}':
+            return None
+        return None, None, digest
+    if type(head) is not str or text != f'{{"{slot}":["{head}","{digest}"]}}':
+        return None
+    found = split_id(head, MESSAGE)
+    link = 0
+    if found is None:
+        found, link = split_id(head, LINK), 1
+    if found is None:
+        return None
+    return found[0], found[1] | link << 20, digest
+
+
+def _flat_spend(text: object, prompt: object, completion: object, cost: object) -> Any:
+    """(model, requests) of a one-model ``spend_json`` whose totals are the row's, which
+    the view writes back byte for byte; ``None`` otherwise."""
+    if type(text) is not str or type(cost) is not float:
+        return None
+    try:
+        spend = from_json(text)
+    except ValueError:
+        return None
+    if type(spend) is not dict or len(spend) != 1:
+        return None
+    ((model, figures),) = spend.items()
+    if _SAFE.fullmatch(model) is None or type(figures) is not list or len(figures) != 4:
+        return None
+    p, c, requests, spent = figures
+    shown = _cost_text(cost)
+    if not (
+        type(p) is int
+        and type(c) is int
+        and type(requests) is int
+        and type(spent) is float
+        and (p, c, spent) == (prompt, completion, cost)
+        and shown is not None
+        and text == f'{{"{model}":[{p},{c},{requests},{shown}]}}'
+    ):
+        return None
+    return model, requests
+
+
+def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
+    """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``)."""
+    (
+        session_id,
+        ckpt_id,
+        parent,
+        turn,
+        created_at,
+        label,
+        source,
+        count,
+        prompt,
+        completion,
+        cost,
+        agent,
+        slot,
+        summary_turn,
+        memory,
+        slots_json,
+        spend_json,
+        pending_json,
+    ) = row
+    flat = _flat_slot(slots_json, slot)
+    spent = _flat_spend(spend_json, prompt, completion, cost)
+    wanted = [n for n in (agent, slot) if type(n) is str]
+    if flat is not None:
+        wanted.append(flat[2])
+    if spent is not None:
+        wanted.append(spent[0])
+    # What the row needs to know, in one statement: ids kept as text? the session's number,
+    # the names' numbers.
+    found = conn.execute(
+        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
+        "(SELECT key FROM session_keys WHERE session_id = ?)"
+        + "".join(", (SELECT key FROM names WHERE name = ?)" for _ in wanted),
+        (session_id, *wanted),
+    ).fetchone()
+    texts = found[0] is not None
+    session = found[1]
+    if session is None:
+        session = session_key(conn, session_id, create=True)
+    names = dict(zip(wanted, found[2:], strict=True))
+    if None in names.values():
+        names = _names(conn, wanted)
+    pair = None if texts else split_id(ckpt_id, CKPT)
+    key, tail = pair if pair is not None else _own(conn, ckpt_id)
+
+    def values(key: int, tail: int | None) -> tuple[Any, ...]:
+        offset, parent_tail = (
+            (None, None) if parent is None else _reference(conn, key, parent, texts)
+        )
+        created, created_text = _time(created_at, key)
+        head = head_tail = state = model = requests = None
+        slots, spend = slots_json, spend_json
+        if flat is not None:
+            head_key, head_tail, digest = flat
+            head = key - head_key if head_key is not None else None
+            state, slots = names[digest], None
+        if spent is not None:
+            model, requests, spend = names[spent[0]], spent[1], None
+        return (
+            key,
+            tail,
+            session,
+            offset,
+            parent_tail,
+            turn,
+            created,
+            SOURCES.get(source, source),
+            count,
+            prompt,
+            completion,
+            cost,
+            names.get(agent, agent),
+            names.get(slot, slot),
+            summary_turn,
+            memory,
+            head,
+            head_tail,
+            state,
+            model,
+            requests,
+            label,
+            created_text,
+            slots,
+            spend,
+            pending_json,
+        )
+
+    try:
+        conn.execute(_INSERT, values(key, tail))
+    except sqlite3.IntegrityError:
+        if (
+            pair is None
+            or tail
+            == conn.execute("SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (key,)).fetchone()[0]
+        ):
+            raise  # this checkpoint is stored already (or a value is not allowed)
+        # Another checkpoint's id has the same clock digits: this one's is kept as text.
+        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
+
+
+def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """``max(ckpt_id)`` of a session's checkpoints, by key where the keys are clocks."""
+    found = conn.execute(
+        "SELECT c.ckpt, c.tail, c.session, (SELECT 1 FROM checkpoint_ids LIMIT 1) "
+        "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
+        "WHERE s.session_id = ? ORDER BY c.ckpt DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    if found is None:
+        return None
+    key, tail, session, texts = found
+    if texts is None:
+        return render(key, tail, CKPT)
+    row = conn.execute(
+        "SELECT max(ckpt_id) FROM checkpoints_keyed WHERE session_key = ?", (session,)
+    ).fetchone()
+    return str(row[0]) if row[0] is not None else None
+
+
+def ids_of_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """The ids of a session's checkpoints (in no particular order), from its lean rows by the
+    session index; through ``checkpoints_keyed`` by session key only while some checkpoint
+    id is kept as text (the ``checkpoints`` view would compute every row's ids)."""
+    session = session_key(conn, session_id, create=False)
+    if session is None:
+        return []
+    if conn.execute("SELECT 1 FROM checkpoint_ids LIMIT 1").fetchone() is not None:
+        rows = conn.execute(
+            "SELECT ckpt_id FROM checkpoints_keyed WHERE session_key = ?", (session,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+    rows = conn.execute(
+        "SELECT ckpt, tail FROM checkpoint_rows WHERE session = ?", (session,)
+    ).fetchall()
+    return [render(key, tail, CKPT) for key, tail in rows]
+
+
+_LEAN_SELECT = (
+    "SELECT c.ckpt, c.tail, s.session_id, c.parent, c.parent_tail, c.turn_index, c.created, "
+    "c.created_text, c.label, c.source, c.message_count, c.prompt_tokens, c.completion_tokens, "
+    "c.cost_usd, c.agent, c.current_slot, c.last_summary_turn, c.memory_version, c.head, "
+    "c.head_tail, c.state, c.model, c.requests, c.slots_json, c.spend_json, c.pending_json "
+    "FROM checkpoint_rows c JOIN session_keys s ON s.key = c.session"
+)
+_OLD_SELECT = (
+    "SELECT session_id, ckpt_id, parent_ckpt_id, turn_index, created_at, label, source, "
+    "message_count, prompt_tokens, completion_tokens, cost_usd, agent_name, current_slot_id, "
+    "last_summary_turn, memory_version, slots_json, spend_json, pending_json "
+    "FROM checkpoints_keyed"
+)
+_SOURCE_NAMES = {code: name for name, code in SOURCES.items()}
+
+
+def old_rows(
+    conn: sqlite3.Connection,
+    session_id: str | None,
+    before: str | int | None,
+    limit: int | None,
+    ckpt_id: str | None = None,
+) -> list[tuple[Any, ...]]:
+    """Checkpoint rows in the old columns (``_checkpoint_rows.COLUMNS``), newest first: of
+    one session (or all), older than ``before``, at most ``limit`` — or the one ``ckpt_id``.
+
+    The lean rows are read by their keys (the session index, rowid order) and their text
+    columns written here; only while some checkpoint id is kept as text does the view read
+    them, in text order, as the old table did.
+    """
+    if conn.execute("SELECT 1 FROM checkpoint_ids LIMIT 1").fetchone() is not None:
+        return _view_rows(conn, session_id, before, limit, ckpt_id)
+    conditions: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if ckpt_id is not None:
+        pair = split_id(ckpt_id, CKPT)
+        if pair is None:
+            return []
+        conditions.append("c.ckpt = ? AND c.tail = ?")
+        params.extend(pair)
+    if session_id:
+        session = session_key(conn, session_id, create=False)
+        if session is None:
+            return []
+        conditions.append("c.session = ?")
+        params.append(session)
+    if isinstance(before, str):
+        pair = split_id(before, CKPT)
+        if pair is None:  # compared as text with ids of another form: the view decides
+            return _view_rows(conn, session_id, before, limit, ckpt_id)
+        conditions.append("(c.ckpt < ? OR (c.ckpt = ? AND c.tail < ?))")
+        params.extend((pair[0], pair[0], pair[1]))
+    elif isinstance(before, int):
+        conditions.append("c.turn_index < ?")
+        params.append(before)
+    sql = f"{_LEAN_SELECT} WHERE {' AND '.join(conditions)} ORDER BY c.ckpt DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    # Tens of thousands of tuples, none of them garbage: the cyclic collector would rescan
+    # them while they are made (as in ``_checkpoint_rows.read_checkpoints``).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = conn.execute(sql, params).fetchall()
+        if not rows:
+            return []
+        names = dict(conn.execute("SELECT key, name FROM names").fetchall())
+        return shaped_rows(rows, names)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _view_rows(
+    conn: sqlite3.Connection,
+    session_id: str | None,
+    before: str | int | None,
+    limit: int | None,
+    ckpt_id: str | None,
+) -> list[tuple[Any, ...]]:
+    conditions: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    if ckpt_id is not None:
+        key = checkpoint_key(conn, ckpt_id)
+        if key is None:
+            return []
+        conditions.append("ckpt_key = ? AND ckpt_id = ?")
+        params.extend((key, ckpt_id))
+    if session_id:
+        conditions.append("session_key = ?")
+        params.append(session_key(conn, session_id, create=False) or 0)
+    if isinstance(before, str):
+        conditions.append("ckpt_id < ?")
+        params.append(before)
+    elif isinstance(before, int):
+        conditions.append("turn_index < ?")
+        params.append(before)
+    sql = f"{_OLD_SELECT} WHERE {' AND '.join(conditions)} ORDER BY ckpt_id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def clear_checkpoints(conn: sqlite3.Connection, session_id: str, ckpt_ids: Any) -> int:
+    """Delete a session's checkpoints (all, or those listed); return how many."""
+    session = session_key(conn, session_id, create=False)
+    if session is None:
+        return 0
+    if ckpt_ids is None:
+        return conn.execute("DELETE FROM checkpoint_rows WHERE session = ?", (session,)).rowcount
+    removed = 0
+    for ckpt_id in ckpt_ids:
+        key = checkpoint_key(conn, ckpt_id)
+        if key is not None:
+            removed += conn.execute(
+                "DELETE FROM checkpoint_rows WHERE session = ? AND ckpt = ?", (session, key)
+            ).rowcount
+    return removed
