@@ -92,8 +92,16 @@ def check_json(value: Any, what: str, *, max_depth: int = MAX_JSON_DEPTH) -> Non
             stack.extend((v, depth + 1, f"{path}[{k!r}]") for k, v in pairs)
 
 
-def check_count(value: object, name: str, *, minimum: int = 1, optional: bool = False) -> Any:
-    """An int ``>= minimum`` (or ``None`` when ``optional``); ``InvalidInputError`` otherwise.
+def check_count(
+    value: object,
+    name: str,
+    *,
+    minimum: int = 1,
+    optional: bool = False,
+    maximum: int | None = None,
+) -> Any:
+    """An int ``>= minimum`` (and ``<= maximum`` when given; or ``None`` when ``optional``);
+    ``InvalidInputError`` otherwise.
 
     ``bool``, floats and strings are refused, even ``2.0`` or ``"2"``.
     """
@@ -105,7 +113,10 @@ def check_count(value: object, name: str, *, minimum: int = 1, optional: bool = 
         )
     if value < minimum:
         raise InvalidInputError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    count = int(value)
+    if maximum is not None and count > maximum:
+        raise InvalidInputError(f"{name} must be <= {maximum:,}, got {count:,}")
+    return count
 
 
 def check_text(value: object, name: str) -> str:

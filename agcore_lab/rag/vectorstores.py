@@ -40,6 +40,10 @@ MetadataFilter = Mapping[str, JsonValue]
 _Record = tuple[str, str, str]
 _CHUNK = 4096  # rows normalized (or checked) at a time: temporaries stay small
 _SLACK_BYTES = 4 << 20  # at most this much room beyond an add when the matrix grows
+MAX_DIM = (
+    1 << 20
+)  # far beyond any embedding model (OpenAI's largest: 3,072); numpy refuses huge shapes
+MAX_CAPACITY = 1 << 31  # rows reserved up front at most (more still fit: the matrix grows)
 
 
 class SearchHit(NamedTuple):
@@ -102,8 +106,9 @@ class InMemoryVectorStore:
     """A :class:`VectorStore` in memory.
 
     Args:
-        dim: The vector length; taken from the first add when not given.
-        capacity: Rows to allocate at first; the matrix grows by a quarter when full.
+        dim: The vector length (at most 1,048,576); taken from the first add when not given.
+        capacity: Rows to allocate at first (at most 2**31); the matrix grows by a quarter
+            when full.
 
     Example:
         >>> from agcore_lab.rag import Document, MockEmbedding
@@ -122,9 +127,9 @@ class InMemoryVectorStore:
     """
 
     def __init__(self, dim: int | None = None, *, capacity: int = 1024) -> None:
-        dim = check_count(dim, "dim", optional=True)
+        dim = check_count(dim, "dim", optional=True, maximum=MAX_DIM)
         self._dim = dim
-        self._capacity = check_count(capacity, "capacity")
+        self._capacity = check_count(capacity, "capacity", maximum=MAX_CAPACITY)
         self._matrix: NDArray[np.float32] = np.empty((0, dim or 0), dtype=np.float32)
         self._count = 0
         self._ids: list[str] = []

@@ -495,3 +495,12 @@ def test_a_reloaded_matrix_grows_in_place_and_reopens_the_same(tmp_path: Path) -
     np.testing.assert_array_equal(again.vectors(), memory.vectors())
     for query in EMBED.embed(["content of d3", "content of d33", "other"]):
         assert reopened.search(query, 6) == memory.search(query, 6) == again.search(query, 6)
+
+
+def test_an_absurd_dimension_or_capacity_is_a_typed_error_naming_the_limit() -> None:
+    # numpy refuses such shapes with a plain ValueError: the constructor names the limit.
+    with pytest.raises(InvalidInputError, match="dim must be <= 1,048,576"):
+        InMemoryVectorStore(dim=2**61)
+    with pytest.raises(InvalidInputError, match="capacity must be <= "):
+        InMemoryVectorStore(dim=8, capacity=2**40)
+    assert InMemoryVectorStore(dim=3072).dim == 3072
