@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import JsonValue
@@ -23,12 +23,7 @@ from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.history import MessageHistory
 from agcore_lab.llm.messages import Message
 from agcore_lab.store._approvals import (
-    as_expired,
-    decide_pending,
-    expire_overdue,
     insert_pending,
-    read_pending,
-    renew_execution,
     restore_pending,
 )
 from agcore_lab.store._calls import (
@@ -80,10 +75,10 @@ from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
 )
 from agcore_lab.store._sqlite_checkpoints import old_rows
-from agcore_lab.store._sqlite_connection import SqliteConnection
 from agcore_lab.store._sqlite_errors import (
     decoding,
 )
+from agcore_lab.store._sqlite_pending import PendingOperations
 from agcore_lab.store.base import (
     ChangeRecord,
     CkptMeta,
@@ -113,7 +108,7 @@ def _ts(value: datetime) -> str:
     return value.isoformat()
 
 
-class SqliteStore(SqliteConnection):
+class SqliteStore(PendingOperations):
     """The default :class:`~agcore_lab.store.base.Store`, backed by SQLite.
 
     Args:
@@ -482,84 +477,6 @@ class SqliteStore(SqliteConnection):
                     conn, session.session_id, "rollback", self._origin, ckpt_id=marker.ckpt_id
                 )
             return version
-
-    # -- pending tool calls -------------------------------------------------------------------
-
-    def list_pending(
-        self, session_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[PendingToolCall]:
-        """Calls awaiting approval (overdue ones expire first); all of them with
-        ``include_resolved``. A read-only store reports overdue calls as ``EXPIRED`` without
-        writing."""
-        now = self._expire_overdue()
-        params: tuple[Any, ...] = () if session_id is None else (session_id,)
-        where = "1 = 1" if session_id is None else "session_id = ?"
-        calls = as_expired(
-            self._locked_read(
-                lambda conn: read_pending(conn, where, params), "pending_calls", session_id
-            ),
-            now,
-        )
-        return [c for c in calls if include_resolved or c.status == "PENDING_APPROVAL"]
-
-    def get_pending(self, interrupt_id: str) -> PendingToolCall | None:
-        """One pending-call record, or ``None`` (an overdue call is reported as expired)."""
-        now = self._expire_overdue()
-        found = self._locked_read(
-            lambda conn: read_pending(conn, "interrupt_id = ?", (interrupt_id,)),
-            "pending_calls",
-            interrupt_id,
-        )
-        return as_expired(found, now)[0] if found else None
-
-    def _expire_overdue(self) -> datetime:
-        now = utcnow()
-        if not self.read_only:
-            with self._write() as conn:
-                expire_overdue(conn, now)
-        return now
-
-    def decide_pending(
-        self,
-        *,
-        session_id: str,
-        run_id: str,
-        interrupt_id: str,
-        to_status: str,
-        decision: dict[str, JsonValue] | None = None,
-        result: JsonValue = None,
-        from_status: str = "PENDING_APPROVAL",
-        executor: str | None = None,
-        lease_seconds: float | None = None,
-    ) -> PendingToolCall:
-        """Compare-and-set one call's status; exactly one concurrent caller wins."""
-        now = utcnow()
-        until = now + timedelta(seconds=lease_seconds) if lease_seconds is not None else None
-        with self._write(pending=[interrupt_id]) as conn:
-            call, error = decide_pending(
-                conn,
-                session_id=session_id,
-                run_id=run_id,
-                interrupt_id=interrupt_id,
-                to_status=to_status,
-                now=now,
-                decision=decision,
-                result=result,
-                from_status=from_status,
-                executor=executor,
-                executor_expires_at=until,
-            )
-            if error is None:
-                log_change(conn, session_id, "approval", self._origin)
-        if error is not None:  # raised after the commit: an expiry found on the way is kept
-            raise error
-        assert call is not None
-        return call
-
-    def renew_execution(self, interrupt_id: str, executor: str, *, ttl: float) -> bool:
-        """Extend the executor lease of an approved call; ``False`` if it is not ours now."""
-        with self._write() as conn:
-            return renew_execution(conn, interrupt_id, executor, utcnow() + timedelta(seconds=ttl))
 
     # -- model calls --------------------------------------------------------------------------
 
