@@ -113,8 +113,13 @@ def test_chat_errors_never_show_the_key(
 ) -> None:
     openai_server.add(CHAT_CASES[case])
     caplog.set_level(logging.DEBUG)
+
+    async def ask() -> None:
+        async with _chat(openai_server) as model:
+            await model.complete(HELLO)
+
     with pytest.raises(ModelError) as caught:
-        asyncio.run(_chat(openai_server).complete(HELLO))
+        asyncio.run(ask())
     assert openai_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     _assert_clean(caught.value, caplog)
 
@@ -127,8 +132,9 @@ def test_stream_errors_never_show_the_key(
     caplog.set_level(logging.DEBUG)
 
     async def drain() -> None:
-        async for _ in _chat(openai_server).stream(HELLO):
-            pass
+        async with _chat(openai_server) as model:
+            async for _ in model.stream(HELLO):
+                pass
 
     with pytest.raises(ModelError) as caught:
         asyncio.run(drain())
@@ -142,7 +148,7 @@ def test_embedding_errors_never_show_the_key(
     openai_server.add(EMBED_CASES[case])
     caplog.set_level(logging.DEBUG)
     embedding = OpenAIEmbedding("e", base_url=openai_server.url, api_key=KEY, dim=3, max_retries=0)
-    with pytest.raises(ModelError) as caught:
+    with embedding, pytest.raises(ModelError) as caught:
         embedding.embed(["hello"])
     assert openai_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     _assert_clean(caught.value, caplog)
