@@ -365,8 +365,11 @@ def main() -> None:
             children(directory, args.sessions, args.repeats * 10),
             storage(directory, args.turns),
         ]
-    passed = all(results)
-    print(f"all targets {_verdict(passed)} ({time.perf_counter() - started:.1f} s)")
+    passed = sum(results)
+    print(
+        f"{passed} of {len(results)} targets PASS: {_verdict(passed == len(results))} "
+        f"({time.perf_counter() - started:.1f} s)"
+    )
 
 
 if __name__ == "__main__":
