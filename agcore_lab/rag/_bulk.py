@@ -26,9 +26,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from agcore_lab.rag._walk import Raw, Splitter
+from agcore_lab.rag._chunks import Chunks
+from agcore_lab.rag._walk import Splitter
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["BULK_MAX_PIECES", "BULK_MIN_CHUNKS", "bulk_pays", "merge_bulk"]
 
@@ -58,7 +63,7 @@ def merge_bulk(
     sep: str,
     rest: tuple[str, ...],
     base: int,
-    out: list[Raw],
+    out: Chunks,
     splitter: Splitter,
     keep: Literal["start", "end", False],
 ) -> bool:
@@ -70,53 +75,48 @@ def merge_bulk(
     """
     import numpy as np
 
-    n, m = len(text), len(sep)
-    points = np.fromiter(map(_START, _finditer(sep)(text)), dtype=np.int64)
-    if not points.size:  # the last separator, tried although it does not occur
+    found = _boundaries(text, sep, keep)
+    if found is None:
         return False
-    gap = 0
-    if keep == "end":  # pieces: text up to and including each separator, then the rest
-        offsets = np.concatenate(([0], points + m, [n]))
-        if offsets[-1] == offsets[-2]:
-            offsets = offsets[:-1]
-    elif keep == "start":  # pieces: text up to each separator, which starts the next one
-        offsets = np.concatenate(([0], points, [n]))
-        if points[0] == 0:
-            offsets = offsets[1:]
-    else:  # pieces: the text between separators; an empty one is dropped
-        if points.size > 1 and (np.diff(points) == m).any():
-            return False
-        gap = m
-        starts = np.concatenate(([0], points + m))
-        ends = np.concatenate((points, [n]))
-        kept = ends > starts  # only the first and the last piece can be empty here
-        starts, ends = starts[kept], ends[kept]
-        if not starts.size:
-            return True
-        offsets = np.append(starts, ends[-1] + m)
+    offsets, gap = found
     count = offsets.size - 1
+    if count <= 0:  # the text is one separator
+        return True
     size, overlap = splitter.chunk_size, splitter.chunk_overlap
     firsts = offsets[:-1]
-    lengths = offsets[1:] - firsts - gap
-    is_long = lengths >= size
-    pieces = np.arange(count)
-    # For each piece: the next long piece at or after it (or `count`), where its run ends.
-    longs = np.append(np.flatnonzero(is_long), count)
-    run_end = longs[np.searchsorted(longs, pieces)]
-    end = np.minimum(np.searchsorted(offsets, firsts + (size + gap), side="right") - 1, run_end)
-    after = offsets[np.minimum(end + 1, count)]
-    floor = np.maximum(offsets[end] - overlap, after - size) - gap
-    following = np.maximum(np.searchsorted(offsets, floor), pieces)
+    lengths = offsets[1:] - firsts
+    if gap:
+        lengths -= gap
+    long_at = np.flatnonzero(lengths >= size)
+    # The chunk from piece f ends at boundary `end`: the last within reach, but never past
+    # the end of f's run of short pieces (the next long piece, or `count`).
+    end = np.searchsorted(offsets, firsts + (size + gap), side="right")
+    end -= 1
+    run_end = np.append(long_at, count)[np.searchsorted(long_at, np.arange(count))]
+    np.minimum(end, run_end, out=end)
+    # The next chunk starts at the first boundary at or after `floor`; that is past f, as the
+    # piece at `end` did not fit. (The padding makes `end + 1` an index when end == count.)
+    at_end = offsets[end]
+    floor = np.append(offsets, 0)[end + 1]
+    floor -= size
+    np.maximum(floor, at_end - overlap, out=floor)
+    if gap:
+        floor -= gap
+    following = np.searchsorted(offsets, floor)
     # A chunk that reaches the end of its run is followed by the long piece (or nothing).
-    jumps = np.where(end < run_end, following, end).tolist()
-    stops = offsets[end] - gap
-    stops[is_long] = -1  # a long piece: split further
-    chunk_ends = stops.tolist()
+    np.copyto(following, end, where=end >= run_end)
+    jumps = following.tolist()
+    if gap:
+        at_end -= gap
+    at_end[long_at] = -1  # a long piece: split further
+    chunk_ends = at_end.tolist()
     piece_starts = firsts.tolist()
+    spans = out.spans
     # Spans in the source: the same numbers at the top level (base 0), else shifted.
-    span_starts = (firsts + base).tolist() if base else piece_starts
-    span_ends = (stops + base).tolist() if base else chunk_ends
-    long_piece, append = splitter.long_piece, out.append
+    span_starts = (firsts + base).tolist() if spans and base else piece_starts
+    span_ends = (at_end + base).tolist() if spans and base else chunk_ends
+    long_piece, append = splitter.long_piece, out.texts.append
+    add_start, add_end = out.starts.append, out.ends.append
     strip = str.strip if splitter.strip_whitespace else str
     first = 0
     while first < count:
@@ -128,6 +128,48 @@ def merge_bulk(
             continue
         chunk = strip(text[piece_starts[first] : stop])
         if chunk:
-            append((chunk, span_starts[first], span_ends[first]))
+            append(chunk)
+            if spans:
+                add_start(span_starts[first])
+                add_end(span_ends[first])
         first = jumps[first]
     return True
+
+
+def _boundaries(
+    text: str, sep: str, keep: Literal["start", "end", False]
+) -> tuple[npt.NDArray[np.int64], int] | None:
+    """``(offsets, gap)``: piece ``i`` of ``text`` split on ``sep`` starts at ``offsets[i]``
+    and ends at ``offsets[i + 1] - gap``; ``None`` if ``sep`` does not occur, or ``keep`` is
+    False and two separators touch (an empty piece inside, left to the eager split).
+
+    The offsets are 0, a boundary at each separator and ``len(text) + gap``, less the empty
+    piece at either end (a separator there).
+    """
+    import numpy as np
+
+    n, m = len(text), len(sep)
+    points = np.fromiter(map(_START, _finditer(sep)(text)), dtype=np.int64)
+    if not points.size:  # the last separator, tried although it does not occur
+        return None
+    gap = 0
+    offsets = np.empty(points.size + 2, dtype=np.int64)
+    offsets[0] = 0
+    if keep == "end":  # pieces: text up to and including each separator, then the rest
+        np.add(points, m, out=offsets[1:-1])
+        offsets[-1] = n
+        first_empty, last_empty = False, points[-1] + m == n
+    elif keep == "start":  # pieces: text up to each separator, which starts the next one
+        offsets[1:-1] = points
+        offsets[-1] = n
+        first_empty, last_empty = points[0] == 0, False
+    else:  # pieces: the text between separators
+        if points.size > 1 and (np.diff(points) == m).any():
+            return None
+        gap = m
+        np.add(points, m, out=offsets[1:-1])
+        offsets[-1] = n + m
+        first_empty, last_empty = points[0] == 0, points[-1] + m == n
+    if first_empty or last_empty:
+        offsets = offsets[int(first_empty) : offsets.size - int(last_empty)]
+    return offsets, gap
