@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
@@ -105,16 +106,15 @@ def merge_bulk(
     following = np.searchsorted(offsets, floor)
     # A chunk that reaches the end of its run is followed by the long piece (or nothing).
     np.copyto(following, end, where=end >= run_end)
-    jumps = following.tolist()
     if gap:
         at_end -= gap
     at_end[long_at] = -1  # a long piece: split further
-    chunk_ends = at_end.tolist()
-    piece_starts = firsts.tolist()
+    # As arrays, not lists: an int object is made only for the pieces the walk visits.
+    jumps, chunk_ends, piece_starts = _ints(following), _ints(at_end), _ints(firsts)
     spans = out.spans
     # Spans in the source: the same numbers at the top level (base 0), else shifted.
-    span_starts = (firsts + base).tolist() if spans and base else piece_starts
-    span_ends = (at_end + base).tolist() if spans and base else chunk_ends
+    span_starts = _ints(firsts + base) if spans and base else piece_starts
+    span_ends = _ints(at_end + base) if spans and base else chunk_ends
     long_piece, append = splitter.long_piece, out.texts.append
     add_start, add_end = out.starts.append, out.ends.append
     strip = str.strip if splitter.strip_whitespace else str
@@ -134,6 +134,13 @@ def merge_bulk(
                 add_end(span_ends[first])
         first = jumps[first]
     return True
+
+
+def _ints(values: npt.NDArray[np.int64]) -> array[int]:
+    """``values`` as an ``array("q")``: copied in one go, each item an int when read."""
+    ints = array("q")
+    ints.frombytes(values.data.cast("B"))
+    return ints
 
 
 def _boundaries(
