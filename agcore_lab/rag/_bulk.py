@@ -91,19 +91,20 @@ def merge_bulk(
     long_at = np.flatnonzero(lengths >= size)
     # The chunk from piece f ends at boundary `end`: the last within reach, but never past
     # the end of f's run of short pieces (the next long piece, or `count`).
-    end = np.searchsorted(offsets, firsts + (size + gap), side="right")
+    end = _ranks(offsets, firsts + (size + gap), ties_first=True)
     end -= 1
     run_end = np.append(long_at, count)[np.searchsorted(long_at, np.arange(count))]
     np.minimum(end, run_end, out=end)
     # The next chunk starts at the first boundary at or after `floor`; that is past f, as the
     # piece at `end` did not fit. (The padding makes `end + 1` an index when end == count.)
+    # `end` never decreases from one piece to the next, so neither does `floor`.
     at_end = offsets[end]
     floor = np.append(offsets, 0)[end + 1]
     floor -= size
     np.maximum(floor, at_end - overlap, out=floor)
     if gap:
         floor -= gap
-    following = np.searchsorted(offsets, floor)
+    following = _ranks(offsets, floor, ties_first=False)
     # A chunk that reaches the end of its run is followed by the long piece (or nothing).
     np.copyto(following, end, where=end >= run_end)
     if gap:
@@ -134,6 +135,28 @@ def merge_bulk(
                 add_end(span_ends[first])
         first = jumps[first]
     return True
+
+
+def _ranks(
+    sorted_: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], *, ties_first: bool
+) -> npt.NDArray[np.int64]:
+    """``np.searchsorted(sorted_, keys, side="right" if ties_first else "left")`` for keys
+    that never decrease, in linear time: a stable sort of the two sorted runs is one merge
+    (numpy's timsort finds the runs), about 3x faster than a binary search per key.
+
+    ``ties_first``: an item of ``sorted_`` equal to a key counts as before it.
+    """
+    import numpy as np
+
+    if ties_first:
+        order = np.concatenate((sorted_, keys)).argsort(kind="stable")
+        landed = np.flatnonzero(order >= sorted_.size)
+    else:
+        order = np.concatenate((keys, sorted_)).argsort(kind="stable")
+        landed = np.flatnonzero(order < keys.size)
+    # Where each key landed in the merge, less the keys before it.
+    landed -= np.arange(keys.size)
+    return landed
 
 
 def _ints(values: npt.NDArray[np.int64]) -> array[int]:

@@ -415,3 +415,18 @@ def test_long_texts_match_langchain_whichever_merge(
             assert text[span.start] == span.text[0] and text[span.end - 1] == span.text[-1]
         else:
             assert text[span.start : span.end] == span.text
+
+
+_SORTED_INTS = st.lists(st.integers(-50, 50), max_size=60).map(sorted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sorted_=_SORTED_INTS, keys=_SORTED_INTS, ties_first=st.booleans())
+def test_bulk_ranks_are_searchsorted_for_keys_that_never_decrease(
+    sorted_: list[int], keys: list[int], ties_first: bool
+) -> None:
+    import numpy as np
+
+    haystack, needles = np.array(sorted_, dtype=np.int64), np.array(keys, dtype=np.int64)
+    expected = np.searchsorted(haystack, needles, side="right" if ties_first else "left")
+    assert _bulk._ranks(haystack, needles, ties_first=ties_first).tolist() == expected.tolist()
