@@ -16,9 +16,18 @@ regex pass (``finditer``: the same left-to-right, non-overlapping occurrences as
   - overlap, offsets[e + 1] - size) - gap``.
 
 What is left for Python is one step per chunk: slice, strip, append, jump to the next start.
+The numbers it reads are ``array("q")`` (an int object is made only for the pieces it
+visits), and the chunks go straight into :class:`~agcore_lab.rag._chunks.Chunks` (their spans
+only when asked for). The two searches of every piece's chunk end and next start are one
+linear merge each (:func:`_ranks`), as both sides are sorted.
 With ``keep_separator=False`` and two separators touching (an empty piece inside), chunks are
 pieces joined rather than slices of the text; :func:`merge_bulk` then returns False and the
 splitter takes its eager path.
+
+On the benchmark's 3 MB at (1000, 200) the time goes to the regex pass (about a third: the
+scan, and a match object per split point), the chunk strings (another third: each copied, and
+narrowed to one byte per character where it is ASCII), and the rest: numpy, the Python step
+per chunk, the long pieces split further.
 """
 
 from __future__ import annotations
