@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
+from agcore_lab.rag._chunks import Chunks
+
 __all__ = [
     "RunSearch",
     "Walk",
@@ -37,9 +39,6 @@ __all__ = [
     "walkable",
 ]
 
-# (chunk text, start, end): the span of the source the chunk was cut from, before stripping.
-Raw = tuple[str, int, int]
-
 
 class Splitter(Protocol):
     """What a walk needs from the splitter."""
@@ -49,13 +48,13 @@ class Splitter(Protocol):
     strip_whitespace: bool
 
     def long_piece(
-        self, text: str, base: int, start: int, end: int, rest: tuple[str, ...], out: list[Raw]
+        self, text: str, base: int, start: int, end: int, rest: tuple[str, ...], out: Chunks
     ) -> None:
         """Split a piece of ``chunk_size`` or more further (or keep it whole)."""
 
 
 # A walk returns False when it cannot handle the text (the caller then splits it eagerly).
-Walk = Callable[[str, str, tuple[str, ...], int, list[Raw], Splitter], bool]
+Walk = Callable[[str, str, tuple[str, ...], int, Chunks, Splitter], bool]
 
 
 def walkable(separator: str) -> bool:
@@ -71,7 +70,7 @@ def walkable(separator: str) -> bool:
 
 
 def walk_end(
-    text: str, sep: str, rest: tuple[str, ...], base: int, out: list[Raw], splitter: Splitter
+    text: str, sep: str, rest: tuple[str, ...], base: int, out: Chunks, splitter: Splitter
 ) -> bool:
     """Merge ``text`` split on ``sep`` with the separator kept at the end of each piece.
 
@@ -82,7 +81,8 @@ def walk_end(
     n, m = len(text), len(sep)
     size, overlap = splitter.chunk_size, splitter.chunk_overlap
     strip, long_piece = splitter.strip_whitespace, splitter.long_piece
-    find, rfind, append = text.find, text.rfind, out.append
+    find, rfind, append = text.find, text.rfind, out.texts.append
+    spans, add_start, add_end = out.spans, out.starts.append, out.ends.append
     char = sep[0] if m > 1 and sep == sep[0] * m else ""  # "": occurrences never overlap
     runs = RunSearch(text, sep) if char else _NO_RUNS
     trim = m if strip and sep.isspace() else 0  # a trailing separator would be stripped
@@ -127,7 +127,10 @@ def walk_end(
         if strip:
             chunk = chunk.strip()
         if chunk:
-            append((chunk, base + first, base + end))
+            append(chunk)
+            if spans:
+                add_start(base + first)
+                add_end(base + end)
         if end >= n or not overlap:
             first = end
             continue
@@ -143,7 +146,7 @@ def walk_end(
 
 
 def walk_start(
-    text: str, sep: str, rest: tuple[str, ...], base: int, out: list[Raw], splitter: Splitter
+    text: str, sep: str, rest: tuple[str, ...], base: int, out: Chunks, splitter: Splitter
 ) -> bool:
     """As :func:`walk_end`, with the separator kept at the start of each piece.
 
@@ -153,7 +156,8 @@ def walk_start(
     n, m = len(text), len(sep)
     size, overlap = splitter.chunk_size, splitter.chunk_overlap
     strip, long_piece = splitter.strip_whitespace, splitter.long_piece
-    find, rfind, append = text.find, text.rfind, out.append
+    find, rfind, append = text.find, text.rfind, out.texts.append
+    spans, add_start, add_end = out.spans, out.starts.append, out.ends.append
     char = sep[0] if m > 1 and sep == sep[0] * m else ""
     runs = RunSearch(text, sep) if char else _NO_RUNS
     trim = m if strip and sep.isspace() else 0  # a leading separator would be stripped
@@ -198,7 +202,10 @@ def walk_start(
         if strip:
             chunk = chunk.strip()
         if chunk:
-            append((chunk, base + first, base + end))
+            append(chunk)
+            if spans:
+                add_start(base + first)
+                add_end(base + end)
         if end >= n or not overlap:
             first = end
             continue
@@ -213,7 +220,7 @@ def walk_start(
 
 
 def walk_dropped(
-    text: str, sep: str, rest: tuple[str, ...], base: int, out: list[Raw], splitter: Splitter
+    text: str, sep: str, rest: tuple[str, ...], base: int, out: Chunks, splitter: Splitter
 ) -> bool:
     """As :func:`walk_end`, for ``keep_separator=False``: separators are not part of pieces.
 
@@ -230,7 +237,8 @@ def walk_dropped(
     m = len(sep)
     size, overlap = splitter.chunk_size, splitter.chunk_overlap
     strip, long_piece = splitter.strip_whitespace, splitter.long_piece
-    find, rfind, append = text.find, text.rfind, out.append
+    find, rfind, append = text.find, text.rfind, out.texts.append
+    spans, add_start, add_end = out.spans, out.starts.append, out.ends.append
     char = sep[0] if m > 1 and sep == sep[0] * m else ""
     runs = RunSearch(text, sep) if char else _NO_RUNS
     # `first` is always the start of a piece; `n` the end of the last one.
@@ -271,7 +279,10 @@ def walk_dropped(
         if strip:
             chunk = chunk.strip()
         if chunk:
-            append((chunk, base + first, base + end))
+            append(chunk)
+            if spans:
+                add_start(base + first)
+                add_end(base + end)
         if end >= n:
             break
         if overlap:

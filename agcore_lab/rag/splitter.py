@@ -40,6 +40,7 @@ from pydantic import JsonValue
 from agcore_lab.checks import check_text
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.rag._bulk import bulk_pays, merge_bulk
+from agcore_lab.rag._chunks import Chunks
 from agcore_lab.rag._validate import check_count
 from agcore_lab.rag._walk import (
     Walk,
@@ -54,10 +55,6 @@ __all__ = ["DEFAULT_SEPARATORS", "ChunkSpan", "KeepSeparator", "RecursiveCharact
 
 DEFAULT_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", "。", "？", "！", ".", " ", "")
 KeepSeparator = Literal["start", "end"] | bool
-
-# One emitted chunk: its text, and the span [start, end) of the source it was cut from
-# (before stripping).
-_Raw = tuple[str, int, int]
 
 
 class ChunkSpan(NamedTuple):
@@ -150,9 +147,9 @@ class RecursiveCharacterSplitter:
     def split_text(self, text: str) -> list[str]:
         """The chunks of ``text``, exactly as LangChain's ``split_text`` returns them."""
         check_text(text, "text")
-        out: list[_Raw] = []
+        out = Chunks(spans=False)
         self._split(text, 0, self.separators, out)
-        return [chunk for chunk, _, _ in out]
+        return out.texts
 
     def chunk_spans(self, text: str) -> list[ChunkSpan]:
         """The chunks of ``text`` with their spans in it, whitespace-only chunks left out.
@@ -162,10 +159,10 @@ class RecursiveCharacterSplitter:
         returns a whitespace-only chunk in two corner cases (``chunk_size=1``, or a piece of
         whitespace no separator can split); such chunks carry nothing and are left out here.
         """
-        out: list[_Raw] = []
+        out = Chunks(spans=True)
         self._split(text, 0, self.separators, out)
         spans: list[ChunkSpan] = []
-        for chunk, start, end in out:
+        for chunk, start, end in zip(out.texts, out.starts, out.ends, strict=True):
             if chunk.isspace():
                 continue
             # A stripped chunk has no whitespace at its edges while its source span may; a
@@ -205,7 +202,7 @@ class RecursiveCharacterSplitter:
 
     # -- the algorithm ----------------------------------------------------------------------
 
-    def _split(self, text: str, base: int, separators: tuple[str, ...], out: list[_Raw]) -> None:
+    def _split(self, text: str, base: int, separators: tuple[str, ...], out: Chunks) -> None:
         """Append the chunks of ``text`` (found at ``base`` in the source) to ``out``."""
         separator = separators[-1]
         rest: tuple[str, ...] = ()
@@ -229,17 +226,17 @@ class RecursiveCharacterSplitter:
             self._split_eager(text, base, separator, rest, out)
 
     def long_piece(
-        self, text: str, base: int, start: int, end: int, rest: tuple[str, ...], out: list[_Raw]
+        self, text: str, base: int, start: int, end: int, rest: tuple[str, ...], out: Chunks
     ) -> None:
         """A piece of ``chunk_size`` or more: split it further, or keep it whole."""
         piece = text[start:end]
         if rest:
             self._split(piece, base + start, rest, out)
         else:
-            out.append((piece, base + start, base + end))
+            out.add(piece, base + start, base + end)
 
     def _split_eager(
-        self, text: str, base: int, separator: str, rest: tuple[str, ...], out: list[_Raw]
+        self, text: str, base: int, separator: str, rest: tuple[str, ...], out: Chunks
     ) -> None:
         """The merge over all pieces at once (any separator, any ``keep_separator``).
 
@@ -297,7 +294,7 @@ class RecursiveCharacterSplitter:
                 if strip:
                     chunk = chunk.strip()
                 if chunk:
-                    out.append((chunk, base + raw_start, base + raw_end))
+                    out.add(chunk, base + raw_start, base + raw_end)
                 if end >= long:
                     break
                 floor = max(offsets[end] - overlap, offsets[end + 1] - size) - gap
@@ -309,12 +306,15 @@ class RecursiveCharacterSplitter:
             length = offsets[long + 1] - offsets[long] - gap
             self.long_piece(text, base, start, start + length, rest, out)
 
-    def _windows(self, text: str, base: int, out: list[_Raw]) -> None:
+    def _windows(self, text: str, base: int, out: Chunks) -> None:
         """The ``""`` separator: every code point is a piece of length 1, so the merge is a
         window of ``chunk_size`` sliding by ``chunk_size - min(overlap, chunk_size - 1)``."""
         size, n = self.chunk_size, len(text)
         if size == 1:  # no piece is shorter than the chunk size: each is kept as it is
-            out.extend((ch, base + i, base + i + 1) for i, ch in enumerate(text))
+            out.texts.extend(text)
+            if out.spans:
+                out.starts.extend(range(base, base + n))
+                out.ends.extend(range(base + 1, base + n + 1))
             return
         step = size - min(self.chunk_overlap, size - 1)
         strip = self.strip_whitespace
@@ -324,7 +324,7 @@ class RecursiveCharacterSplitter:
             if strip:
                 chunk = chunk.strip()
             if chunk:
-                out.append((chunk, base + start, base + min(start + size, n)))
+                out.add(chunk, base + start, base + min(start + size, n))
             if start + size >= n:
                 return
             start += step

@@ -6,6 +6,7 @@ import logging
 import math
 import random
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
@@ -348,3 +349,84 @@ def test_long_random_texts_match_langchain_at_the_benchmark_sizes(keep: KeepSepa
             assert ours.split_text(text) == theirs.split_text(text), (size, overlap)
             spans = ours.chunk_spans(text)
             assert [s.text for s in spans] == [c for c in ours.split_text(text) if c.strip()]
+
+
+# -- long texts, hypothesis ------------------------------------------------------------------
+
+_PIECE_TOKENS = st.sampled_from(
+    ["slot", "fork", "a", "the ", " ", "  ", "\t", ". ", ".", "。", "！", "？", "工具", "会话"]
+    + ["😀", "x_1 = call(a, 1)", "\n", "\n    ", "!", "?"]
+)
+_PARAGRAPH_SEPARATORS = st.sampled_from(
+    ["\n\n", "\n\n", "\n\n", "\n\n\n", "\n\n\n\n", "\n\n\n\n\n", "\n", " \n\n", "\n\n ", ""]
+)
+
+
+@st.composite
+def _long_texts(draw: st.DrawFn) -> str:
+    """Paragraphs of a few tokens repeated (some longer than 4,000 characters, with or without
+    a separator inside), joined by runs of newlines, now and then whitespace at either end."""
+    paragraphs = []
+    for _ in range(draw(st.integers(0, 30))):
+        tokens = "".join(draw(st.lists(_PIECE_TOKENS, min_size=1, max_size=8)))
+        paragraphs.append(tokens * draw(st.integers(1, 4500 // len(tokens) + 1)))
+        paragraphs.append(draw(_PARAGRAPH_SEPARATORS))
+    lead = draw(st.sampled_from(["", "\n\n", " ", "\n\n\n"]))
+    return lead + "".join(paragraphs)
+
+
+@contextmanager
+def _merging(merge: str) -> Iterator[None]:
+    """The way long texts' pieces are merged, as in the ``merge`` fixture (hypothesis runs
+    many examples in one test call, so a function-scoped monkeypatch will not do)."""
+    saved = _bulk.BULK_MIN_CHUNKS, _bulk.BULK_MAX_PIECES
+    if merge == "bulk":
+        _bulk.BULK_MIN_CHUNKS, _bulk.BULK_MAX_PIECES = 0, math.inf  # type: ignore[assignment]
+    elif merge == "walk":
+        _bulk.BULK_MIN_CHUNKS = math.inf  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _bulk.BULK_MIN_CHUNKS, _bulk.BULK_MAX_PIECES = saved
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=_long_texts(),
+    keep=st.sampled_from(KEEP_MODES),
+    size_overlap=st.sampled_from([(200, 20), (1000, 200), (4000, 400), (1000, 0), (300, 300)]),
+    merge=st.sampled_from(["walk", "bulk", "default"]),
+)
+def test_long_texts_match_langchain_whichever_merge(
+    text: str, keep: KeepSeparator, size_overlap: tuple[int, int], merge: str
+) -> None:
+    # The benchmark's sizes and a few edges (no overlap, overlap = size) on long texts: pieces
+    # too long for a chunk, separators touching (empty pieces when dropped) or at the ends,
+    # whitespace at chunk edges. split_text is LangChain's; chunk_spans agree with it.
+    size, overlap = size_overlap
+    ours, theirs = _pair(size, overlap, None, keep)
+    with _merging(merge):
+        chunks = ours.split_text(text)
+        spans = ours.chunk_spans(text)
+    assert chunks == theirs.split_text(text)
+    assert [s.text for s in spans] == [c for c in chunks if not c.isspace()]
+    for span in spans:
+        if keep is False:
+            assert text[span.start] == span.text[0] and text[span.end - 1] == span.text[-1]
+        else:
+            assert text[span.start : span.end] == span.text
+
+
+_SORTED_INTS = st.lists(st.integers(-50, 50), max_size=60).map(sorted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sorted_=_SORTED_INTS, keys=_SORTED_INTS, ties_first=st.booleans())
+def test_bulk_ranks_are_searchsorted_for_keys_that_never_decrease(
+    sorted_: list[int], keys: list[int], ties_first: bool
+) -> None:
+    import numpy as np
+
+    haystack, needles = np.array(sorted_, dtype=np.int64), np.array(keys, dtype=np.int64)
+    expected = np.searchsorted(haystack, needles, side="right" if ties_first else "left")
+    assert _bulk._ranks(haystack, needles, ties_first=ties_first).tolist() == expected.tolist()
