@@ -54,7 +54,8 @@ class Interned:
 
     A blob this connection inserted is only tentative until its write is known to have
     committed: the next write of the session checks that the call row it came with is
-    stored (one read, once per new blob set). Deleting a session's calls here (prune,
+    stored (one read, once per new blob set: the call's ``call_rows`` row, or the node row a
+    turn's common call rides on). Deleting a session's calls here (prune,
     delete) forgets its blobs; a commit by any other connection or process (which may have
     pruned calls and cleaned up the blobs they used) forgets everything — SQLite's
     ``PRAGMA data_version`` says whether one happened, one cheap read per write.
@@ -62,7 +63,9 @@ class Interned:
 
     def __init__(self) -> None:
         self.confirmed: dict[str, set[str]] = {}
-        self.tentative: dict[str, tuple[str, set[str]]] = {}
+        # session -> (a query that finds a row of the write the blobs came with, its
+        # parameters, the blobs)
+        self.tentative: dict[str, tuple[str, tuple[object, ...], set[str]]] = {}
         self.version: int | None = None
 
     def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
@@ -72,12 +75,9 @@ class Interned:
             self.confirmed.clear()
         pending = self.tentative.pop(session_id, None)
         if pending is not None:
-            stored = conn.execute(
-                "SELECT 1 FROM model_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, pending[0]),
-            ).fetchone()
+            stored = conn.execute(pending[0], pending[1]).fetchone()
             if stored is not None:
-                self.confirmed.setdefault(session_id, set()).update(pending[1])
+                self.confirmed.setdefault(session_id, set()).update(pending[2])
         return self.confirmed.get(session_id, NOTHING)
 
     def forget(self, session_id: str) -> None:

@@ -24,7 +24,13 @@ from agcore_lab.store._node_keys import (
     split_id,
     text_keys,
 )
-from agcore_lab.store._sqlite_nodes import INSERT_NODE, Keys, created_offset, node_texts
+from agcore_lab.store._sqlite_nodes import (
+    INSERT_NODE,
+    INSERT_NODE_CALL,
+    Keys,
+    created_offset,
+    node_texts,
+)
 from agcore_lab.store._trusted import build_all
 from agcore_lab.store.base import LinkRecord
 
@@ -100,12 +106,16 @@ def insert_new(
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
+    calls: dict[str, Callable[[int], str | None]] | None = None,
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
     ids placed at home, no other links, no id kept as text. The insert fails as a whole
     (SQLite undoes a failed statement) if any row is there already (a message stored
     already); then ``False`` says to take the careful way (``_rehome`` and
     :func:`insert_nodes`), which decides what to do.
+
+    ``calls``: the ``call`` column of some messages' rows, made from their keys (see
+    ``_calls_lean``); after a ``True`` it holds only the ones written.
     """
     fresh = _fresh(messages, links)
     if fresh is None:
@@ -119,8 +129,9 @@ def insert_new(
         known[text] = pair[0]
     session = keys.session(session_id)
     rows: list[Any] = []
+    kept: list[str] = []
     for message in messages:
-        (_, _, parent, depth, role, content, call, tool, created, extra) = row(
+        (_, _, parent, depth, role, content, call_id, tool, created, extra) = row(
             message, session_id, homes.get(message.id)
         )
         node, tail = pairs[message.id]
@@ -130,6 +141,13 @@ def insert_new(
             parent_key = known.get(parent)
             if parent_key is None:
                 parent_key = keys.refs([parent])[parent]
+        call = None
+        if calls:
+            make = calls.get(message.id)
+            if make is not None:
+                call = make(node)
+                if call is not None:
+                    kept.append(message.id)
         rows.append(
             (
                 node,
@@ -141,12 +159,19 @@ def insert_new(
                 content,
                 created - node // 1000,  # created_offset of a clock key
                 None,
-                call,
+                call_id,
                 tool,
                 extra,
+                call,
             )
         )
-    return _insert(conn, rows)
+    if not _insert(conn, rows):
+        return False
+    if calls:
+        written = {message_id: calls[message_id] for message_id in kept}
+        calls.clear()
+        calls.update(written)
+    return True
 
 
 def _fresh(
@@ -189,10 +214,10 @@ def _insert(conn: sqlite3.Connection, rows: list[Any]) -> bool:
 @lru_cache(maxsize=80)
 def _insert_rows(count: int) -> str:
     """The insert of ``count`` node rows in one statement."""
-    return INSERT_NODE.split(" VALUES ")[0] + " VALUES " + ", ".join([_MARKS] * count)
+    return INSERT_NODE_CALL.split(" VALUES ")[0] + " VALUES " + ", ".join([_MARKS] * count)
 
 
-_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def insert_nodes(

@@ -28,11 +28,15 @@ from agcore_lab.store._node_keys import (
 )
 from agcore_lab.store._sqlite_checkpoints import write_checkpoint
 
-__all__ = ["INSERT_NODE", "Keys", "node_texts", "write_old_rows"]
+__all__ = ["INSERT_NODE", "INSERT_NODE_CALL", "Keys", "node_texts", "write_old_rows"]
 
 INSERT_NODE = (
     "INSERT INTO chain_nodes (node, tail, session, parent, depth, role, content, created, "
     "message, tool_call_id, tool_name, extra_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# A turn's rows, with schema 12's ``call`` column (a turn's common model call, _calls_lean).
+INSERT_NODE_CALL = INSERT_NODE.replace("extra_json)", "extra_json, call)").replace(
+    "?, ?)", "?, ?, ?)"
 )
 
 
