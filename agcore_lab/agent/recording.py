@@ -36,7 +36,7 @@ from pydantic import JsonValue
 
 from agcore_lab.agent.recording_hash import sent_request_hash
 from agcore_lab.agent.slots import SUMMARY_HEADER, ContextSlot, SlotMode, _window_start
-from agcore_lab.ids import new_id
+from agcore_lab.ids import new_id_value
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
 from agcore_lab.llm.call_note import CallNote, to_note
 from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
@@ -150,10 +150,12 @@ class CallProbe(CallNote):
         # Only what differs from CallNote's defaults is set: this runs for every request.
         # A turn's request is a window over the history, other requests are new lists:
         # keep either as it is (no copy of the history). Other sequences are copied.
-        if not isinstance(context, list | MessageWindow):
+        if type(context) is not MessageWindow and not isinstance(context, list | MessageWindow):
             context = list(context)
-        self.call_id = new_id("call")
-        self.started_ns = time.time_ns()
+        # The call id stays a number until its text is asked for (a turn's common call is
+        # stored by that number); its clock is the call's start.
+        self.id_value = value = new_id_value()
+        self.started_ns = value >> 20
         self.session_id = recorder.session_id
         self.slot_id = recorder.slot_id
         self.turn_index = recorder.turn_index
@@ -186,7 +188,10 @@ class CallProbe(CallNote):
         if anchor:
             self.tail = (anchor, tail)
         head = len(context) - tail
-        if head:
+        if head == 1 and system_prompt and type(context) is MessageWindow:
+            # context_window's head: the system prompt (slots._system_message) and no more
+            self.injected = _SYSTEM_PROMPT_ONLY
+        elif head:
             self.injected = _injected(context, head, system_prompt, slot)
         self._recorder: CallRecorder | None = recorder
         self._slot_len = slot_len
@@ -215,14 +220,19 @@ class CallProbe(CallNote):
         self.retries = self._counter[0]
         return recorder
 
-    def done(self, response: ChatResponse) -> None:
-        """The answer came: keep the call."""
+    def done(
+        self, response: ChatResponse, *, cost: float | None = None, prices: object = None
+    ) -> None:
+        """The answer came: keep the call. ``cost``: its cost as the caller worked it out
+        with ``prices`` (used when those are the recorder's prices, not worked out again)."""
         recorder = self._end()
         message = response.message
         self.response = message
         self.finish_reason = response.finish_reason
-        self.usage = response.usage
-        self.cost = recorder.prices.cost(response.model, response.usage)
+        usage = self.usage = response.usage
+        if cost is None or prices is not recorder.prices:
+            cost = recorder.prices.cost(response.model, usage)
+        self.cost = cost
         if REPLAYED_KEY in message.metadata:
             self.replayed = True
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
@@ -303,7 +313,14 @@ class CallRecorder:
 
     def keep(self, probe: CallProbe, *, response_in_chain: bool) -> None:
         """Keep ``probe``'s call (after the redactor), placed in the chains as it saw it."""
-        probe.response_stored = response_in_chain and probe.response is not None
+        stored = probe.response_stored = response_in_chain and probe.response is not None
+        if self.redactor is None and not self.listeners:  # the usual case: keep it as it is
+            # Answered with a message of the turn's commit, not redacted, no hash yet: the
+            # store may keep it on its answer's row.
+            probe.rides = stored and probe.status == "ok"
+            self.notes.append(probe)
+            self._slot_lens.append(probe._slot_len)
+            return
         note: CallNote = probe
         if self.redactor is not None:
             call = probe.to_call()
@@ -337,7 +354,7 @@ class CallRecorder:
             tail = note.tail[1] if note.tail is not None else 0
             added = max(0, slot_len - self.base_len)
             note.tail = (self.base_head, max(0, tail - added)) if self.base_head else None
-            note.response_stored = False
+            note.response_stored = note.rides = False
         try:
             self.store.insert_calls(self.notes)
         except Exception:
@@ -345,6 +362,7 @@ class CallRecorder:
 
 
 _NO_PRICES = PriceTable()
+_SYSTEM_PROMPT_ONLY: dict[int, str] = {0: "system_prompt"}  # shared: notes never change it
 
 
 def _redacted_note(probe: CallProbe, call: ModelCall, redacted: ModelCall) -> CallNote:

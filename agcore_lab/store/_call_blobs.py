@@ -93,6 +93,9 @@ _BY_CONNECTION: dict[int, tuple[object, Interned]] = {}
 
 def interned(conn: sqlite3.Connection) -> Interned | None:
     """What ``conn`` knows of the stored blobs (``None``: not a SQLite connection)."""
+    last = _LAST[0]
+    if last is not None and last[0] is conn:  # the connection of the previous write
+        return last[1]
     if not isinstance(conn, sqlite3.Connection):
         return None
     entry = _BY_CONNECTION.get(id(conn))
@@ -101,7 +104,11 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
             _BY_CONNECTION.clear()
         entry = (conn, Interned())
         _BY_CONNECTION[id(conn)] = entry
+    _LAST[0] = entry
     return entry[1]
+
+
+_LAST: list[tuple[object, Interned] | None] = [None]
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:

@@ -261,6 +261,10 @@ def insert_calls(
     """
     state = interned(conn)
     fresh = dict(fresh) if fresh else {}
+    if not calls:
+        if state is not None:
+            state.tentative.update(fresh)
+        return
     if len(calls) == 1 and state is not None:  # the usual turn: one call, all known
         note = to_note(calls[0])
         blobs: dict[str, str] = {}

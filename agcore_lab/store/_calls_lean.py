@@ -36,7 +36,7 @@ from typing import Any
 
 from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
-from agcore_lab.store._call_blobs import interned, tools_body
+from agcore_lab.store._call_blobs import interned, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -68,18 +68,24 @@ _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 # key (``None``: it does not fit there after all; the call then keeps a row of its own).
 NodeCalls = dict[str, Callable[[int], str | None]]
 
-_TEXTS: dict[str, str] = {}  # name -> its JSON string (slot ids, models, finish reasons)
+_TEXTS: dict[object, str] = {None: "null"}  # names as JSON (slot and model, finish reasons)
 
 
 def _text(value: str | None) -> str:
-    if value is None:
-        return "null"
     found = _TEXTS.get(value)
     if found is None:
         found = json.dumps(value, ensure_ascii=False)
         if len(_TEXTS) >= 1_000:
             _TEXTS.clear()
+            _TEXTS[None] = "null"
         _TEXTS[value] = found
+    return found
+
+
+def _names(slot_id: str, model: str) -> str:
+    found = _TEXTS.get((slot_id, model))
+    if found is None:
+        found = _TEXTS[(slot_id, model)] = f"{_text(slot_id)},{_text(model)}"
     return found
 
 
@@ -90,41 +96,88 @@ def _encoder(
         offset = node - call_key
         if not 0 <= offset < _MAX_OFFSET:
             return None
-        usage, cost = note.usage, note.cost
+        usage = note.usage
         detail = _detail(note)
-        ttft = (note.ttft_ns + 500) // 1000 if note.ttft_ns is not None else None
         rare = ""
-        if ttft is not None or detail is not None:
-            rare = f",{ttft if ttft is not None else 'null'}"
-            if detail is not None:
-                rare += f",{detail}"
+        if note.ttft_ns is not None or detail is not None:
+            ttft = (note.ttft_ns + 500) // 1000 if note.ttft_ns is not None else "null"
+            rare = f",{ttft},{detail}" if detail is not None else f",{ttft}"
+        finish = _TEXTS.get(note.finish_reason) or _text(note.finish_reason)
         return (
-            f"[{offset << 20 | call_tail},{note.turn_index},{_text(note.slot_id)},"
-            f"{_text(note.model)},{usage.prompt_tokens},{usage.completion_tokens},{cost!r},"
+            f"[{offset << 20 | call_tail},{note.turn_index},{_names(note.slot_id, note.model)},"
+            f"{usage.prompt_tokens},{usage.completion_tokens},{note.cost!r},"
             f"{node // 1000 - note.started_ns // 1000},{(note.latency_ns + 500) // 1000},"
-            f"{_text(note.finish_reason)},{parts}{rare}]"
+            f"{finish},{parts}{rare}]"
         )
 
     return encode
 
 
-def _fits(note: CallNote) -> bool:
-    """Whether ``note`` is the common call (see the module docstring) in its values."""
-    usage, cost = note.usage, note.cost
-    return (
-        note.request_hash is None
-        and note.kind == "turn"
-        and note.status == "ok"
-        and note.response_stored
-        and note.response is not None
-        and note.tail is not None
-        and type(note.turn_index) is int
-        and type(usage.prompt_tokens) is int
-        and type(usage.completion_tokens) is int
-        and type(cost) is float
-        and math.isfinite(cost)
-        and (note.finish_reason is None or type(note.finish_reason) is str)
-    )
+def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """The parts of a turn's usual request after its tail count — ``,"T"]`` or
+    ``,"T",[p...],"i"]`` — and the blobs they name, or ``None`` for another shape. Kept per
+    labels, head messages and tools (by object: the cache holds them, so their ids stay
+    theirs)."""
+    tools = note.tools
+    if not tools:
+        return None
+    request = note.request
+    heads = tuple(request[i] for i in range(count))
+    letters = _letters(note.injected)
+    key = (letters, *map(id, heads), 0, *map(id, tools))
+    found = _SUFFIXES.get(key)
+    if found is None:
+        if letters and not heads:
+            return None
+        body, tools_hash = tools_body(tools)
+        blobs = [(tools_hash, body)]
+        for message in heads:
+            message_text, digest = message_body(message)
+            blobs.append((digest, message_text))
+        whole = _parts_json(1, tools_hash, [d for d, _ in blobs[1:]], letters, None)
+        assert whole.startswith("[1,")
+        if len(_SUFFIXES) >= 1_000:
+            _SUFFIXES.clear()
+        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), (heads, tuple(tools)))
+    return found[0], found[1]
+
+
+# (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
+_SUFFIXES: dict[tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], object]] = {}
+
+
+def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) -> str:
+    count = len(note.request) - tail
+    if tail:
+        shape = _suffix(note, count)
+        if shape is not None:
+            suffix, named = shape
+            for digest, body in named:
+                if digest not in known:
+                    blobs[digest] = body
+            return f"[{tail}{suffix}"
+    tools_hash = ""
+    if note.tools:
+        body, tools_hash = tools_body(note.tools)
+        if tools_hash not in known:
+            blobs[tools_hash] = body
+    heads = _heads(note, count, known, blobs) if count else []
+    return _parts_json(tail, tools_hash, heads, _letters(note.injected), None)
+
+
+def _placed(links: Sequence[LinkRecord], response_id: str, anchor: str | None) -> bool:
+    """Whether the answer's home link puts it right after the request's history."""
+    for link in reversed(links):  # the answer is among the last
+        if link.message_id == response_id:
+            return link.node_id == response_id and link.parent_node_id == anchor
+    return False
+
+
+def _call_pair(note: CallNote) -> tuple[int, int] | None:
+    """The call id's ``(clock, random digits)``."""
+    if note.id_value is not None:
+        return note.id_value >> 20, note.id_value & _MASK
+    return split_id(note.call_id, CALL)
 
 
 def node_calls(
@@ -132,45 +185,37 @@ def node_calls(
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
 ) -> tuple[NodeCalls, Fresh]:
-    """The calls of a turn's commit that may ride on their answers' node rows, and the blobs
-    written for them here (those the store may not hold), for ``insert_calls(fresh=...)``;
-    the other calls are left out."""
+    """The calls of a turn's commit that may ride on their answers' node rows (those their
+    recorder marked ``rides``, placed right after their history), and the blobs written for
+    them here (those the store may not hold), for ``insert_calls(fresh=...)``; the other
+    calls are left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
-    state = interned(conn)
-    if state is None:
-        return found, fresh
-    homes: dict[str, str | None] | None = None
+    state = None
     for note in calls:
-        if not isinstance(note, CallNote) or not _fits(note):
+        if not isinstance(note, CallNote) or not note.rides:
             continue
-        if homes is None:
-            homes = {
-                lk.message_id: lk.parent_node_id for lk in links if lk.node_id == lk.message_id
-            }
-        response = note.response
-        assert response is not None and note.tail is not None
+        assert note.response is not None
+        if not math.isfinite(note.cost) or note.tail is None:
+            continue
+        if state is None:
+            state = interned(conn)
+            if state is None:
+                return found, fresh
+        response_id = note.response.id
         anchor, tail = note.tail
-        if homes.get(response.id, "") != anchor:
-            continue  # not placed right after its history: the row keeps its anchor
-        call_pair = split_id(note.call_id, CALL)
-        node_pair = split_id(response.id, MESSAGE)
-        if call_pair is None or node_pair is None:
+        pair = _call_pair(note)
+        if pair is None or not _placed(links, response_id, anchor):
             continue
-        tools_hash = ""
         blobs: dict[str, str] = {}
-        known = state.known(conn, note.session_id)
-        if note.tools:
-            body, tools_hash = tools_body(note.tools)
-            if tools_hash not in known:
-                blobs[tools_hash] = body
-        count = len(note.request) - tail
-        heads = _heads(note, count, known, blobs) if count else []
-        parts = _parts_json(tail, tools_hash, heads, _letters(note.injected), None)
+        parts = _parts(note, tail, state.known(conn, note.session_id), blobs)
         if blobs:
+            node_pair = split_id(response_id, MESSAGE)
+            if node_pair is None:
+                continue
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
             add_fresh(fresh, note.session_id, _NODE_STORED, (node_pair[0],), set(blobs))
-        found[response.id] = _encoder(note, parts, *call_pair)
+        found[response_id] = _encoder(note, parts, *pair)
     return found, fresh
 
 

@@ -297,7 +297,8 @@ class SqliteStore(PendingOperations):
             renamed = insert_chain(conn, sid, messages, links, riding)
             if calls:
                 rest = [c for c in calls if c.response is None or c.response.id not in riding]
-                insert_calls(conn, rest, home_parents(links, renamed), fresh)
+                if rest or fresh:
+                    insert_calls(conn, rest, home_parents(links, renamed) if rest else {}, fresh)
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
