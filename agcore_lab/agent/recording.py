@@ -156,41 +156,40 @@ class CallProbe(CallNote):
         # stored by that number); its clock is the call's start.
         self.id_value = value = new_id_value()
         self.started_ns = value >> 20
-        self.session_id = recorder.session_id
-        self.slot_id = recorder.slot_id
-        self.turn_index = recorder.turn_index
-        self.kind = recorder.kind
+        self.session_id, self.slot_id, self.turn_index, self.kind = recorder.header
         self.model = model.model_name
         self.request = context
         self.tools = tools
         if stream:
             self.streamed = True
-        params = model_params(model)
-        if params:
-            self.params = params
-        if slot is not None:
+        params = getattr(model, "request_params", None)
+        if params and isinstance(params, dict):
+            self.params = dict(params)
+        if slot is None:
+            slot_len = tail = 0
+            anchor = recorder.base_head
+            head = len(context)
+        else:
             history = slot.messages
             slot_len = len(history)
+            anchor = slot.head_node_id
             if (
-                isinstance(context, MessageWindow)
-                and slot.mode is SlotMode.Full
+                type(context) is MessageWindow
+                and slot.mode is _FULL
                 and context.ends_with_all_of(history)
             ):
-                tail = slot_len  # the usual turn request: the system prompt, then it all
+                # The usual turn request (context_window): the system prompt, then it all.
+                tail = slot_len
+                head = 1 if system_prompt else 0
             else:
                 tail = _tail_length(context, slot)
                 if tail:
                     self.window_start = slot_len - tail
-            anchor = slot.head_node_id
-        else:
-            slot_len = tail = 0
-            anchor = recorder.base_head
+                head = len(context) - tail
         if anchor:
             self.tail = (anchor, tail)
-        head = len(context) - tail
         if head == 1 and system_prompt and type(context) is MessageWindow:
-            # context_window's head: the system prompt (slots._system_message) and no more
-            self.injected = _SYSTEM_PROMPT_ONLY
+            self.injected = _SYSTEM_PROMPT_ONLY  # context_window's head: the system prompt
         elif head:
             self.injected = _injected(context, head, system_prompt, slot)
         self._recorder: CallRecorder | None = recorder
@@ -252,6 +251,8 @@ class CallProbe(CallNote):
 class CallRecorder:
     """Collects the model calls of one turn (or one summary) of a session.
 
+    Made for every turn: its attributes are slots, set once.
+
     Args:
         store: Where :meth:`abandon` writes the calls of a failed turn.
         session_id: The session.
@@ -262,6 +263,24 @@ class CallRecorder:
         redactor: Sees each call first; returns the call to keep or ``None``.
         listeners: Called with each kept call (live views, telemetry).
     """
+
+    __slots__ = (
+        "_slot_lens",
+        "_written",
+        "base_head",
+        "base_len",
+        "eager_hash",
+        "header",
+        "kind",
+        "listeners",
+        "notes",
+        "prices",
+        "redactor",
+        "session_id",
+        "slot_id",
+        "store",
+        "turn_index",
+    )
 
     def __init__(
         self,
@@ -282,11 +301,12 @@ class CallRecorder:
         self.base_len = len(slot.messages)
         self.turn_index = turn_index
         self.kind: CallKind = kind
+        self.header: tuple[str, str, int, CallKind] = (session_id, self.slot_id, turn_index, kind)
         self.prices = prices or _NO_PRICES
         self.redactor = redactor
-        self.listeners = list(listeners)
+        self.listeners = list(listeners) if listeners else _NO_LISTENERS
         # A redactor or a listener sees a full record: hash each request as it is sent.
-        self.eager_hash = redactor is not None or bool(self.listeners)
+        self.eager_hash = redactor is not None or bool(listeners)
         self.notes: list[CallNote] = []  # what the store writes (see CallNote)
         self._slot_lens: list[int] = []
         self._written = False
@@ -317,7 +337,7 @@ class CallRecorder:
         if self.redactor is None and not self.listeners:  # the usual case: keep it as it is
             # Answered with a message of the turn's commit, not redacted, no hash yet: the
             # store may keep it on its answer's row.
-            probe.rides = stored and probe.status == "ok"
+            probe.rides = stored and probe.status == "ok" and probe.tail is not None
             self.notes.append(probe)
             self._slot_lens.append(probe._slot_len)
             return
@@ -362,6 +382,8 @@ class CallRecorder:
 
 
 _NO_PRICES = PriceTable()
+_NO_LISTENERS: list[CallListener] = []  # shared, never appended to: a recorder only reads it
+_FULL = SlotMode.Full
 _SYSTEM_PROMPT_ONLY: dict[int, str] = {0: "system_prompt"}  # shared: notes never change it
 
 

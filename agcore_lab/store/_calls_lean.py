@@ -12,7 +12,7 @@ array, positions fixed:
 2, 3  slot id, model
 4, 5  prompt and completion tokens
 6     cost (a float)
-7     start: the node key's microseconds minus the call's start, in microseconds
+7     start: the call id's clock in microseconds minus the call's start (0, as a rule)
 8     latency, microseconds
 9     finish reason
 10    the request's parts, as ``model_calls.parts_json`` (see :mod:`._calls`)
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agcore_lab.llm.call_note import CallNote
@@ -64,9 +64,8 @@ _MAX_OFFSET = 1 << 40  # about 18 minutes from a call's start to its answer's id
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 
-# What a turn's commit writes on node rows: message id -> the ``call`` text for that node's
-# key (``None``: it does not fit there after all; the call then keeps a row of its own).
-NodeCalls = dict[str, Callable[[int], str | None]]
+# What a turn's commit writes on node rows: message id -> its row's ``call`` column.
+NodeCalls = dict[str, str]
 
 _TEXTS: dict[object, str] = {None: "null"}  # names as JSON (slot and model, finish reasons)
 
@@ -87,30 +86,6 @@ def _names(slot_id: str, model: str) -> str:
     if found is None:
         found = _TEXTS[(slot_id, model)] = f"{_text(slot_id)},{_text(model)}"
     return found
-
-
-def _encoder(
-    note: CallNote, parts: str, call_key: int, call_tail: int
-) -> Callable[[int], str | None]:
-    def encode(node: int) -> str | None:
-        offset = node - call_key
-        if not 0 <= offset < _MAX_OFFSET:
-            return None
-        usage = note.usage
-        detail = _detail(note)
-        rare = ""
-        if note.ttft_ns is not None or detail is not None:
-            ttft = (note.ttft_ns + 500) // 1000 if note.ttft_ns is not None else "null"
-            rare = f",{ttft},{detail}" if detail is not None else f",{ttft}"
-        finish = _TEXTS.get(note.finish_reason) or _text(note.finish_reason)
-        return (
-            f"[{offset << 20 | call_tail},{note.turn_index},{_names(note.slot_id, note.model)},"
-            f"{usage.prompt_tokens},{usage.completion_tokens},{note.cost!r},"
-            f"{node // 1000 - note.started_ns // 1000},{(note.latency_ns + 500) // 1000},"
-            f"{finish},{parts}{rare}]"
-        )
-
-    return encode
 
 
 def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
@@ -165,58 +140,75 @@ def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) ->
     return _parts_json(tail, tools_hash, heads, _letters(note.injected), None)
 
 
-def _placed(links: Sequence[LinkRecord], response_id: str, anchor: str | None) -> bool:
-    """Whether the answer's home link puts it right after the request's history."""
-    for link in reversed(links):  # the answer is among the last
-        if link.message_id == response_id:
-            return link.node_id == response_id and link.parent_node_id == anchor
-    return False
-
-
-def _call_pair(note: CallNote) -> tuple[int, int] | None:
-    """The call id's ``(clock, random digits)``."""
-    if note.id_value is not None:
-        return note.id_value >> 20, note.id_value & _MASK
-    return split_id(note.call_id, CALL)
-
-
-def node_calls(
+def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for the usual call)
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
 ) -> tuple[NodeCalls, Fresh]:
-    """The calls of a turn's commit that may ride on their answers' node rows (those their
-    recorder marked ``rides``, placed right after their history), and the blobs written for
-    them here (those the store may not hold), for ``insert_calls(fresh=...)``; the other
-    calls are left out."""
+    """The ``call`` column of the answers' node rows for the calls of a turn's commit that
+    ride there (their recorder marked them ``rides``, and the answer is placed right after
+    the request's history), by answer id; and the blobs written for them here (those the
+    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
     for note in calls:
         if not isinstance(note, CallNote) or not note.rides:
             continue
-        assert note.response is not None
-        if not math.isfinite(note.cost) or note.tail is None:
+        response, value, cost = note.response, note.id_value, note.cost
+        if response is None or value is None or note.tail is None or not math.isfinite(cost):
+            continue
+        response_id = response.id
+        link = links[-1] if links else None  # the answer is the last message, as a rule
+        if link is None or link.message_id != response_id:
+            link = next((lk for lk in reversed(links) if lk.message_id == response_id), None)
+        anchor, tail = note.tail
+        if link is None or link.node_id != response_id or link.parent_node_id != anchor:
+            continue  # not right after its history: a row of its own keeps its anchor
+        pair = split_id(response_id, MESSAGE)
+        call_key = value >> 20
+        offset = pair[0] - call_key if pair is not None else -1
+        if not 0 <= offset < _MAX_OFFSET:
             continue
         if state is None:
             state = interned(conn)
             if state is None:
                 return found, fresh
-        response_id = note.response.id
-        anchor, tail = note.tail
-        pair = _call_pair(note)
-        if pair is None or not _placed(links, response_id, anchor):
-            continue
+        known = state.known(conn, note.session_id)
         blobs: dict[str, str] = {}
-        parts = _parts(note, tail, state.known(conn, note.session_id), blobs)
+        shape = _suffix(note, len(note.request) - tail) if tail else None
+        if shape is not None:
+            for digest, body in shape[1]:
+                if digest not in known:
+                    blobs[digest] = body
+            parts = f"[{tail}{shape[0]}"
+        else:
+            parts = _parts(note, tail, known, blobs)
         if blobs:
-            node_pair = split_id(response_id, MESSAGE)
-            if node_pair is None:
-                continue
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
-            add_fresh(fresh, note.session_id, _NODE_STORED, (node_pair[0],), set(blobs))
-        found[response_id] = _encoder(note, parts, *pair)
+            add_fresh(fresh, note.session_id, _NODE_STORED, (call_key + offset,), set(blobs))
+        usage = note.usage
+        rare = ""
+        if note.ttft_ns is not None or note.params or note.retries or note.streamed:
+            rare = _rare(note)
+        elif note.window_start or note.replayed or usage.requests != 1:
+            rare = _rare(note)
+        found[response_id] = (
+            f"[{offset << 20 | value & _MASK},{note.turn_index},{_names(note.slot_id, note.model)},"
+            f"{usage.prompt_tokens},{usage.completion_tokens},{cost!r},"
+            f"{call_key // 1000 - note.started_ns // 1000},{(note.latency_ns + 500) // 1000},"
+            f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
+        )
     return found, fresh
+
+
+def _rare(note: CallNote) -> str:
+    """The call column's optional tail: ``,ttft`` and ``,{detail}`` (see the docstring)."""
+    detail = _detail(note)
+    ttft = (note.ttft_ns + 500) // 1000 if note.ttft_ns is not None else "null"
+    if detail is not None:
+        return f",{ttft},{detail}"
+    return f",{ttft}" if note.ttft_ns is not None else ""
 
 
 def node_call_rows(
@@ -278,7 +270,7 @@ def node_call_rows(
                 "prompt_tokens": values[4],
                 "completion_tokens": values[5],
                 "cost_usd": values[6],
-                "started_us": node // 1000 - values[7],
+                "started_us": (node - (packed >> 20)) // 1000 - values[7],
                 "latency_us": values[8],
                 "ttft_us": values[11] if len(values) > 11 else None,
                 "finish_reason": values[9],

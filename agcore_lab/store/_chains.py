@@ -184,12 +184,12 @@ def insert_chain(
     session_id: str,
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
-    calls: dict[str, Callable[[int], str | None]] | None = None,
+    calls: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Insert new messages (already-stored ids are skipped) and the links that place them.
 
-    ``calls`` (SQLite): message id -> the ``call`` column of its node row for its key (see
-    ``_calls_lean``); on return it holds only the ones written.
+    ``calls`` (SQLite): message id -> the ``call`` column of its node row (see
+    ``_calls_lean``); on return it holds only the ones written (all, or none).
 
     A link whose ``node_id`` is its ``message_id`` places a message at home (on its row);
     any other link becomes a ``message_links`` row. When a message sent again is already at

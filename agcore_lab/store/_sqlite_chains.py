@@ -106,7 +106,7 @@ def insert_new(
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
-    calls: dict[str, Callable[[int], str | None]] | None = None,
+    calls: dict[str, str] | None = None,
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
     ids placed at home, no other links, no id kept as text. The insert fails as a whole
@@ -114,8 +114,8 @@ def insert_new(
     already); then ``False`` says to take the careful way (``_rehome`` and
     :func:`insert_nodes`), which decides what to do.
 
-    ``calls``: the ``call`` column of some messages' rows, made from their keys (see
-    ``_calls_lean``); after a ``True`` it holds only the ones written.
+    ``calls``: the ``call`` column of some messages' rows (see ``_calls_lean``), all written
+    when it returns ``True``.
     """
     fresh = _fresh(messages, links)
     if fresh is None:
@@ -129,7 +129,6 @@ def insert_new(
         known[text] = pair[0]
     session = keys.session(session_id)
     rows: list[Any] = []
-    kept: list[str] = []
     for message in messages:
         (_, _, parent, depth, role, content, call_id, tool, created, extra) = row(
             message, session_id, homes.get(message.id)
@@ -141,13 +140,6 @@ def insert_new(
             parent_key = known.get(parent)
             if parent_key is None:
                 parent_key = keys.refs([parent])[parent]
-        call = None
-        if calls:
-            make = calls.get(message.id)
-            if make is not None:
-                call = make(node)
-                if call is not None:
-                    kept.append(message.id)
         rows.append(
             (
                 node,
@@ -162,16 +154,10 @@ def insert_new(
                 call_id,
                 tool,
                 extra,
-                call,
+                calls.get(message.id) if calls else None,
             )
         )
-    if not _insert(conn, rows):
-        return False
-    if calls:
-        written = {message_id: calls[message_id] for message_id in kept}
-        calls.clear()
-        calls.update(written)
-    return True
+    return _insert(conn, rows)
 
 
 def _fresh(

@@ -296,7 +296,11 @@ class SqliteStore(PendingOperations):
             riding, fresh = node_calls(conn, calls, links) if calls else ({}, {})
             renamed = insert_chain(conn, sid, messages, links, riding)
             if calls:
-                rest = [c for c in calls if c.response is None or c.response.id not in riding]
+                rest = (
+                    ()
+                    if len(riding) == len(calls)
+                    else [c for c in calls if c.response is None or c.response.id not in riding]
+                )
                 if rest or fresh:
                     insert_calls(conn, rest, home_parents(links, renamed) if rest else {}, fresh)
             if pending is not None:

@@ -42,7 +42,7 @@ CREATE VIEW model_calls AS
            json_extract(n.call, '$[4]') AS prompt_tokens,
            json_extract(n.call, '$[5]') AS completion_tokens,
            json_extract(n.call, '$[6]') AS cost_usd,
-           n.node / 1000 - json_extract(n.call, '$[7]') AS started_us,
+           (n.node - (n.c >> 20)) / 1000 - json_extract(n.call, '$[7]') AS started_us,
            json_extract(n.call, '$[8]') AS latency_us,
            json_extract(n.call, '$[11]') AS ttft_us,
            json_extract(n.call, '$[9]') AS finish_reason,
