@@ -280,9 +280,40 @@ OLD_TABLES = {
     ),
     "message_links": ("node_id", "parent_node_id", "message_id", "depth", "session_id"),
     "checkpoints": CHECKPOINT_COLUMNS,
+    # Schema 12: the view over call_rows and the calls riding on node rows (_calls_lean);
+    # copied in, every call is a row of call_rows (the same call, read back the same).
+    "model_calls": (
+        "session_id",
+        "call_id",
+        "slot_id",
+        "turn_index",
+        "kind",
+        "model",
+        "status",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "started_us",
+        "latency_us",
+        "ttft_us",
+        "finish_reason",
+        "request_hash",
+        "anchor_node",
+        "response_id",
+        "parts_json",
+        "detail_json",
+    ),
 }
 BASE_TABLES = frozenset(
-    {"chain_nodes", "session_keys", "text_ids", "checkpoint_rows", "checkpoint_ids", "names"}
+    {
+        "chain_nodes",
+        "session_keys",
+        "text_ids",
+        "checkpoint_rows",
+        "checkpoint_ids",
+        "names",
+        "call_rows",
+    }
 )
 
 
@@ -294,6 +325,10 @@ def write_old_table(
     shaped = [tuple(row[i] for i in order) for row in rows]
     if table == "messages":
         write_old_rows(conn, shaped, [])
+    elif table == "model_calls":
+        columns_sql = ", ".join(OLD_TABLES[table])
+        marks = ", ".join("?" * len(OLD_TABLES[table]))
+        conn.executemany(f"INSERT INTO call_rows ({columns_sql}) VALUES ({marks})", shaped)
     elif table == "checkpoints":
         for row in shaped:
             write_checkpoint(conn, row)
@@ -305,6 +340,10 @@ def clear_old_table(conn: sqlite3.Connection, table: str) -> None:
     """Empty an old table (``OLD_TABLES``): its rows of ``chain_nodes``."""
     if table == "checkpoints":
         conn.execute("DELETE FROM checkpoint_rows")
+        return
+    if table == "model_calls":
+        conn.execute("DELETE FROM call_rows")
+        conn.execute("UPDATE chain_nodes SET call = NULL WHERE call IS NOT NULL")
         return
     kind = "IS NOT NULL" if table == "messages" else "IS NULL"
     conn.execute(f"DELETE FROM chain_nodes WHERE role {kind}")
