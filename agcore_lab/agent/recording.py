@@ -38,7 +38,7 @@ from agcore_lab.agent.recording_hash import sent_request_hash
 from agcore_lab.agent.slots import SUMMARY_HEADER, ContextSlot, SlotMode, _window_start
 from agcore_lab.ids import new_id_value
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
-from agcore_lab.llm.call_note import CallNote, to_note
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
@@ -189,7 +189,7 @@ class CallProbe(CallNote):
         if anchor:
             self.tail = (anchor, tail)
         if head == 1 and system_prompt and type(context) is MessageWindow:
-            self.injected = _SYSTEM_PROMPT_ONLY  # context_window's head: the system prompt
+            self.injected = SYSTEM_PROMPT_ONLY  # context_window's head: the system prompt
         elif head:
             self.injected = _injected(context, head, system_prompt, slot)
         self._recorder: CallRecorder | None = recorder
@@ -384,7 +384,6 @@ class CallRecorder:
 _NO_PRICES = PriceTable()
 _NO_LISTENERS: list[CallListener] = []  # shared, never appended to: a recorder only reads it
 _FULL = SlotMode.Full
-_SYSTEM_PROMPT_ONLY: dict[int, str] = {0: "system_prompt"}  # shared: notes never change it
 
 
 def _redacted_note(probe: CallProbe, call: ModelCall, redacted: ModelCall) -> CallNote:

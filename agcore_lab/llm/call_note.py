@@ -37,10 +37,13 @@ from agcore_lab.llm.call_record import (
 from agcore_lab.llm.messages import AssistantMessage, Message
 from agcore_lab.llm.usage import Usage
 
-__all__ = ["CallNote", "to_note"]
+__all__ = ["SYSTEM_PROMPT_ONLY", "CallNote", "to_note"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NO_USAGE = Usage()
+# The labels of the usual request's head (just the system prompt): one shared dict, which no
+# note changes (a record gets a copy), so the store can tell it at a glance.
+SYSTEM_PROMPT_ONLY: dict[int, str] = {0: "system_prompt"}
 
 
 class CallNote:

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agcore_lab.llm.call_note import CallNote, to_note
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.store._call_blobs import (
     NOTHING,
@@ -191,6 +191,8 @@ def _heads(call: CallNote, count: int, known: set[str], blobs: dict[str, str]) -
 
 
 def _letters(injected: dict[int, str] | None) -> str:
+    if injected is SYSTEM_PROMPT_ONLY:
+        return "s"
     if not injected:
         return ""
     return "".join(_LETTERS.get(injected.get(i, ""), "-") for i in range(max(injected) + 1))

@@ -36,6 +36,7 @@ from typing import Any
 
 from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store._call_blobs import interned, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
@@ -97,7 +98,10 @@ def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...
     if not tools:
         return None
     request = note.request
-    heads = tuple(request[i] for i in range(count))
+    if type(request) is MessageWindow and len(request.head) == count:
+        heads = request.head  # the usual request: no look at the window's history
+    else:
+        heads = tuple(request[i] for i in range(count))
     letters = _letters(note.injected)
     key = (letters, *map(id, heads), 0, *map(id, tools))
     found = _SUFFIXES.get(key)
