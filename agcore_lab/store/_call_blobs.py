@@ -67,9 +67,13 @@ class Interned:
         # parameters, the blobs)
         self.tentative: dict[str, tuple[str, tuple[object, ...], set[str]]] = {}
         self.version: int | None = None
+        self._cursor: sqlite3.Cursor | None = None  # one per connection: no cursor per write
 
     def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = conn.cursor()
+        version = cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self.version:  # another writer was here: know nothing
             self.version = version
             self.confirmed.clear()
