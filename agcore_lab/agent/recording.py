@@ -13,7 +13,9 @@ builds the :class:`~agcore_lab.llm.call_record.ModelCall` records on demand.
 Storage cost: a call's history is not copied — the recorder notes the chain node the request's
 history window ends at and how many messages it covers; only messages outside the stored
 chains (system prompt, injected summary, messages of a turn that was never committed) are
-stored by content, once each.
+stored by content, once each. A turn's usual call (answered with a message of the turn's
+commit, no redactor or listener) is marked ``rides``: the store keeps it on its answer's row
+(no row of its own, see :mod:`agcore_lab.store._calls_lean`).
 
 Recording is on by default. ``Agent(record_calls=False)`` or
 ``RuntimeBundle(record_calls=False)`` (a manager's bundle: ``manager.record_calls = False``)

@@ -1,6 +1,9 @@
-"""Model-call records in SQLite: one lean row per call, messages shared with the chains.
+"""Model-call records as rows (SQLite ``call_rows``, PostgreSQL ``model_calls``): one lean row
+per call, messages shared with the chains. On SQLite a turn's usual call is not a row: it
+rides on its answer's node row (:mod:`agcore_lab.store._calls_lean`, schema 12), with the
+same parts; ``model_calls`` is then the view over both.
 
-A ``model_calls`` row has flat, pandas-friendly columns (session, slot, turn, model, status,
+A call row has flat, pandas-friendly columns (session, slot, turn, model, status,
 tokens, cost, start time, latency, time to first token, finish reason, request hash, the
 checkpoint it led to) and a compact ``parts_json`` that says how to rebuild the request:
 
