@@ -237,7 +237,14 @@ class CallProbe(CallNote):
         if REPLAYED_KEY in message.metadata:
             self.replayed = True
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
-        recorder.keep(self, response_in_chain=recorder.kind == "turn")
+        in_chain = recorder.kind == "turn"
+        if recorder.redactor is None and not recorder.listeners:  # keep()'s usual case
+            self.response_stored = in_chain
+            self.rides = in_chain and self.tail is not None
+            recorder.notes.append(self)
+            recorder._slot_lens.append(self._slot_len)
+            return
+        recorder.keep(self, response_in_chain=in_chain)
 
     def fail(self, exc: BaseException) -> None:
         """The request failed (or was cancelled): keep the call with its error, and store the
