@@ -160,8 +160,10 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if not isinstance(note, CallNote) or not note.rides:
             continue
         response, value, cost = note.response, note.id_value, note.cost
-        if response is None or value is None or note.tail is None or not math.isfinite(cost):
+        if response is None or value is None or note.tail is None:
             continue
+        if type(cost) is not float or not math.isfinite(cost):
+            continue  # the row's REAL column takes what JSON cannot
         response_id = response.id
         link = links[-1] if links else None  # the answer is the last message, as a rule
         if link is None or link.message_id != response_id:
