@@ -162,11 +162,15 @@ class CallProbe(CallNote):
         self.model = model.model_name
         self.request = context
         self.tools = tools
-        if stream:
-            self.streamed = True
+        # Every note sets the same attributes in the same order (one shared key layout: the
+        # store's reads of them stay fast), the rare ones included.
+        self.streamed = stream
         params = getattr(model, "request_params", None)
-        if params and isinstance(params, dict):
-            self.params = dict(params)
+        self.params = dict(params) if params and isinstance(params, dict) else None
+        self.window_start = 0
+        self.tail = None
+        self.injected = None
+        self.request_hash = None
         if slot is None:
             slot_len = tail = 0
             anchor = recorder.base_head
@@ -201,6 +205,7 @@ class CallProbe(CallNote):
                 recorder.session_id, context, tail, slot, tools, self.model, self.params or {}
             )
         self._counter = [0]
+        self._first = None
         RETRIES.set(self._counter)  # HTTP backends count their retries here
         self._perf = time.perf_counter_ns()
 
@@ -216,8 +221,7 @@ class CallProbe(CallNote):
         assert recorder is not None, "a call is ended once"
         self._recorder = None
         self.latency_ns = time.perf_counter_ns() - self._perf
-        if self._first is not None:
-            self.ttft_ns = self._first - self._perf
+        self.ttft_ns = self._first - self._perf if self._first is not None else None
         self.retries = self._counter[0]
         return recorder
 
@@ -234,8 +238,7 @@ class CallProbe(CallNote):
         if cost is None or prices is not recorder.prices:
             cost = recorder.prices.cost(response.model, usage)
         self.cost = cost
-        if REPLAYED_KEY in message.metadata:
-            self.replayed = True
+        self.replayed = REPLAYED_KEY in message.metadata
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
         in_chain = recorder.kind == "turn"
         if recorder.redactor is None and not recorder.listeners:  # keep()'s usual case
