@@ -13,7 +13,9 @@ builds the :class:`~agcore_lab.llm.call_record.ModelCall` records on demand.
 Storage cost: a call's history is not copied — the recorder notes the chain node the request's
 history window ends at and how many messages it covers; only messages outside the stored
 chains (system prompt, injected summary, messages of a turn that was never committed) are
-stored by content, once each.
+stored by content, once each. A turn's usual call (answered with a message of the turn's
+commit, no redactor or listener) is marked ``rides``: the store keeps it on its answer's row
+(no row of its own, see :mod:`agcore_lab.store._calls_lean`).
 
 Recording is on by default. ``Agent(record_calls=False)`` or
 ``RuntimeBundle(record_calls=False)`` (a manager's bundle: ``manager.record_calls = False``)
@@ -36,9 +38,9 @@ from pydantic import JsonValue
 
 from agcore_lab.agent.recording_hash import sent_request_hash
 from agcore_lab.agent.slots import SUMMARY_HEADER, ContextSlot, SlotMode, _window_start
-from agcore_lab.ids import new_id
+from agcore_lab.ids import new_id_value
 from agcore_lab.llm.base import ChatModel, ChatResponse, ToolSpec
-from agcore_lab.llm.call_note import CallNote, to_note
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
@@ -150,43 +152,51 @@ class CallProbe(CallNote):
         # Only what differs from CallNote's defaults is set: this runs for every request.
         # A turn's request is a window over the history, other requests are new lists:
         # keep either as it is (no copy of the history). Other sequences are copied.
-        if not isinstance(context, list | MessageWindow):
+        if type(context) is not MessageWindow and not isinstance(context, list | MessageWindow):
             context = list(context)
-        self.call_id = new_id("call")
-        self.started_ns = time.time_ns()
-        self.session_id = recorder.session_id
-        self.slot_id = recorder.slot_id
-        self.turn_index = recorder.turn_index
-        self.kind = recorder.kind
+        # The call id stays a number until its text is asked for (a turn's common call is
+        # stored by that number); its clock is the call's start.
+        self.id_value = value = new_id_value()
+        self.started_ns = value >> 20
+        self.session_id, self.slot_id, self.turn_index, self.kind = recorder.header
         self.model = model.model_name
         self.request = context
         self.tools = tools
-        if stream:
-            self.streamed = True
-        params = model_params(model)
-        if params:
-            self.params = params
-        if slot is not None:
+        # Every note sets the same attributes in the same order (one shared key layout: the
+        # store's reads of them stay fast), the rare ones included.
+        self.streamed = stream
+        params = getattr(model, "request_params", None)
+        self.params = dict(params) if params and isinstance(params, dict) else None
+        self.window_start = 0
+        self.tail = None
+        self.injected = None
+        self.request_hash = None
+        if slot is None:
+            slot_len = tail = 0
+            anchor = recorder.base_head
+            head = len(context)
+        else:
             history = slot.messages
             slot_len = len(history)
+            anchor = slot.head_node_id
             if (
-                isinstance(context, MessageWindow)
-                and slot.mode is SlotMode.Full
+                type(context) is MessageWindow
+                and slot.mode is _FULL
                 and context.ends_with_all_of(history)
             ):
-                tail = slot_len  # the usual turn request: the system prompt, then it all
+                # The usual turn request (context_window): the system prompt, then it all.
+                tail = slot_len
+                head = 1 if system_prompt else 0
             else:
                 tail = _tail_length(context, slot)
                 if tail:
                     self.window_start = slot_len - tail
-            anchor = slot.head_node_id
-        else:
-            slot_len = tail = 0
-            anchor = recorder.base_head
+                head = len(context) - tail
         if anchor:
             self.tail = (anchor, tail)
-        head = len(context) - tail
-        if head:
+        if head == 1 and system_prompt and type(context) is MessageWindow:
+            self.injected = SYSTEM_PROMPT_ONLY  # context_window's head: the system prompt
+        elif head:
             self.injected = _injected(context, head, system_prompt, slot)
         self._recorder: CallRecorder | None = recorder
         self._slot_len = slot_len
@@ -195,6 +205,7 @@ class CallProbe(CallNote):
                 recorder.session_id, context, tail, slot, tools, self.model, self.params or {}
             )
         self._counter = [0]
+        self._first = None
         RETRIES.set(self._counter)  # HTTP backends count their retries here
         self._perf = time.perf_counter_ns()
 
@@ -210,23 +221,33 @@ class CallProbe(CallNote):
         assert recorder is not None, "a call is ended once"
         self._recorder = None
         self.latency_ns = time.perf_counter_ns() - self._perf
-        if self._first is not None:
-            self.ttft_ns = self._first - self._perf
+        self.ttft_ns = self._first - self._perf if self._first is not None else None
         self.retries = self._counter[0]
         return recorder
 
-    def done(self, response: ChatResponse) -> None:
-        """The answer came: keep the call."""
+    def done(
+        self, response: ChatResponse, *, cost: float | None = None, prices: object = None
+    ) -> None:
+        """The answer came: keep the call. ``cost``: its cost as the caller worked it out
+        with ``prices`` (used when those are the recorder's prices, not worked out again)."""
         recorder = self._end()
         message = response.message
         self.response = message
         self.finish_reason = response.finish_reason
-        self.usage = response.usage
-        self.cost = recorder.prices.cost(response.model, response.usage)
-        if REPLAYED_KEY in message.metadata:
-            self.replayed = True
+        usage = self.usage = response.usage
+        if cost is None or prices is not recorder.prices:
+            cost = recorder.prices.cost(response.model, usage)
+        self.cost = cost
+        self.replayed = REPLAYED_KEY in message.metadata
         # A turn's answer joins the slot's chain in the turn's commit; a summary's does not.
-        recorder.keep(self, response_in_chain=recorder.kind == "turn")
+        in_chain = recorder.kind == "turn"
+        if recorder.redactor is None and not recorder.listeners:  # keep()'s usual case
+            self.response_stored = in_chain
+            self.rides = in_chain and self.tail is not None
+            recorder.notes.append(self)
+            recorder._slot_lens.append(self._slot_len)
+            return
+        recorder.keep(self, response_in_chain=in_chain)
 
     def fail(self, exc: BaseException) -> None:
         """The request failed (or was cancelled): keep the call with its error, and store the
@@ -242,6 +263,8 @@ class CallProbe(CallNote):
 class CallRecorder:
     """Collects the model calls of one turn (or one summary) of a session.
 
+    Made for every turn: its attributes are slots, set once.
+
     Args:
         store: Where :meth:`abandon` writes the calls of a failed turn.
         session_id: The session.
@@ -252,6 +275,24 @@ class CallRecorder:
         redactor: Sees each call first; returns the call to keep or ``None``.
         listeners: Called with each kept call (live views, telemetry).
     """
+
+    __slots__ = (
+        "_slot_lens",
+        "_written",
+        "base_head",
+        "base_len",
+        "eager_hash",
+        "header",
+        "kind",
+        "listeners",
+        "notes",
+        "prices",
+        "redactor",
+        "session_id",
+        "slot_id",
+        "store",
+        "turn_index",
+    )
 
     def __init__(
         self,
@@ -272,11 +313,12 @@ class CallRecorder:
         self.base_len = len(slot.messages)
         self.turn_index = turn_index
         self.kind: CallKind = kind
+        self.header: tuple[str, str, int, CallKind] = (session_id, self.slot_id, turn_index, kind)
         self.prices = prices or _NO_PRICES
         self.redactor = redactor
-        self.listeners = list(listeners)
+        self.listeners = list(listeners) if listeners else _NO_LISTENERS
         # A redactor or a listener sees a full record: hash each request as it is sent.
-        self.eager_hash = redactor is not None or bool(self.listeners)
+        self.eager_hash = redactor is not None or bool(listeners)
         self.notes: list[CallNote] = []  # what the store writes (see CallNote)
         self._slot_lens: list[int] = []
         self._written = False
@@ -303,7 +345,14 @@ class CallRecorder:
 
     def keep(self, probe: CallProbe, *, response_in_chain: bool) -> None:
         """Keep ``probe``'s call (after the redactor), placed in the chains as it saw it."""
-        probe.response_stored = response_in_chain and probe.response is not None
+        stored = probe.response_stored = response_in_chain and probe.response is not None
+        if self.redactor is None and not self.listeners:  # the usual case: keep it as it is
+            # Answered with a message of the turn's commit, not redacted, no hash yet: the
+            # store may keep it on its answer's row.
+            probe.rides = stored and probe.status == "ok" and probe.tail is not None
+            self.notes.append(probe)
+            self._slot_lens.append(probe._slot_len)
+            return
         note: CallNote = probe
         if self.redactor is not None:
             call = probe.to_call()
@@ -337,7 +386,7 @@ class CallRecorder:
             tail = note.tail[1] if note.tail is not None else 0
             added = max(0, slot_len - self.base_len)
             note.tail = (self.base_head, max(0, tail - added)) if self.base_head else None
-            note.response_stored = False
+            note.response_stored = note.rides = False
         try:
             self.store.insert_calls(self.notes)
         except Exception:
@@ -345,6 +394,8 @@ class CallRecorder:
 
 
 _NO_PRICES = PriceTable()
+_NO_LISTENERS: list[CallListener] = []  # shared, never appended to: a recorder only reads it
+_FULL = SlotMode.Full
 
 
 def _redacted_note(probe: CallProbe, call: ModelCall, redacted: ModelCall) -> CallNote:

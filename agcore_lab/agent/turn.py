@@ -70,9 +70,12 @@ class TurnDraft:
         self.add(note)
         self.tool_results.append(note)
 
-    def record(self, response: ChatResponse) -> None:
+    def record(self, response: ChatResponse) -> float:
+        """Add the response's usage and cost; return its cost."""
         self.usage = self.usage + response.usage
-        self.cost_delta += self.cost.record(response.model, response.usage)
+        cost = self.cost.record(response.model, response.usage)
+        self.cost_delta += cost
+        return cost
 
 
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
@@ -106,9 +109,15 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
         if probe is not None:
             probe.fail(exc)
         raise
-    if probe is not None:
-        probe.done(response)
-    draft.record(response)
+    if probe is None:
+        draft.record(response)
+    else:
+        try:
+            cost = draft.record(response)
+        except BaseException as exc:
+            probe.fail(exc)
+            raise
+        probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
     draft.add(response.message)
 
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import JsonValue
 
+from agcore_lab.ids import id_text
 from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_record import (
     CallKind,
@@ -36,10 +37,13 @@ from agcore_lab.llm.call_record import (
 from agcore_lab.llm.messages import AssistantMessage, Message
 from agcore_lab.llm.usage import Usage
 
-__all__ = ["CallNote", "to_note"]
+__all__ = ["SYSTEM_PROMPT_ONLY", "CallNote", "to_note"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NO_USAGE = Usage()
+# The labels of the usual request's head (just the system prompt): one shared dict, which no
+# note changes (a record gets a copy), so the store can tell it at a glance.
+SYSTEM_PROMPT_ONLY: dict[int, str] = {0: "system_prompt"}
 
 
 class CallNote:
@@ -50,10 +54,16 @@ class CallNote:
     ``params`` ``None`` for none, ``request_hash`` ``None`` until someone computes it (the
     store then derives it at read time), and the chain placement the store needs: ``tail``
     (the node the request's history ends at and how many request messages it covers) and
-    ``response_stored`` (the response is a message of the turn's commit).
+    ``response_stored`` (the response is a message of the turn's commit). ``id_value``: the
+    number the call id is made of (:func:`~agcore_lab.ids.new_id_value`) when the recorder
+    made it; ``rides``: the recorder's word that this is a turn's common call (answered, not
+    redacted, no hash stored as sent), which the store may keep on its answer's row.
     """
 
     # Defaults are class attributes: a note sets only what differs (it is made per call).
+    id_value: int | None = None
+    _call_id: str | None = None
+    rides = False
     tools: Sequence[ToolSpec] = ()
     params: dict[str, JsonValue] | None = None
     injected: dict[int, str] | None = None
@@ -93,7 +103,7 @@ class CallNote:
         streamed: bool = False,
         tail: tuple[str, int] | None = None,
     ) -> None:
-        self.call_id = call_id
+        self._call_id = call_id
         self.session_id = session_id
         self.slot_id = slot_id
         self.turn_index = turn_index
@@ -107,6 +117,16 @@ class CallNote:
         self.started_ns = started_ns
         self.streamed = streamed
         self.tail = tail
+
+    @property
+    def call_id(self) -> str:
+        """The call's id (made from ``id_value`` when first asked for, if the note has one:
+        a turn's common call is stored by that number)."""
+        text = self._call_id
+        if text is None:
+            assert self.id_value is not None, "a note has an id or an id value"
+            text = self._call_id = id_text("call", self.id_value)
+        return text
 
     def hash(self) -> str:
         """The request hash (computed once, from the request as it was sent)."""

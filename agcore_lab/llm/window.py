@@ -47,6 +47,11 @@ class MessageWindow(Sequence[Message]):
     def __len__(self) -> int:
         return len(self._head) + self._stop
 
+    @property
+    def head(self) -> tuple[Message, ...]:
+        """The messages before the history (the system prompt)."""
+        return self._head
+
     def ends_with_all_of(self, base: Sequence[Message]) -> bool:
         """Whether the window's history part is the whole of ``base`` as it is now (O(1))."""
         return self._base is base and self._stop == len(base)

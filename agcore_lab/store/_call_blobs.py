@@ -54,7 +54,8 @@ class Interned:
 
     A blob this connection inserted is only tentative until its write is known to have
     committed: the next write of the session checks that the call row it came with is
-    stored (one read, once per new blob set). Deleting a session's calls here (prune,
+    stored (one read, once per new blob set: the call's ``call_rows`` row, or the node row a
+    turn's common call rides on). Deleting a session's calls here (prune,
     delete) forgets its blobs; a commit by any other connection or process (which may have
     pruned calls and cleaned up the blobs they used) forgets everything — SQLite's
     ``PRAGMA data_version`` says whether one happened, one cheap read per write.
@@ -62,22 +63,25 @@ class Interned:
 
     def __init__(self) -> None:
         self.confirmed: dict[str, set[str]] = {}
-        self.tentative: dict[str, tuple[str, set[str]]] = {}
+        # session -> (a query that finds a row of the write the blobs came with, its
+        # parameters, the blobs)
+        self.tentative: dict[str, tuple[str, tuple[object, ...], set[str]]] = {}
         self.version: int | None = None
+        self._cursor: sqlite3.Cursor | None = None  # one per connection: no cursor per write
 
     def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = conn.cursor()
+        version = cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self.version:  # another writer was here: know nothing
             self.version = version
             self.confirmed.clear()
         pending = self.tentative.pop(session_id, None)
         if pending is not None:
-            stored = conn.execute(
-                "SELECT 1 FROM model_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, pending[0]),
-            ).fetchone()
+            stored = conn.execute(pending[0], pending[1]).fetchone()
             if stored is not None:
-                self.confirmed.setdefault(session_id, set()).update(pending[1])
+                self.confirmed.setdefault(session_id, set()).update(pending[2])
         return self.confirmed.get(session_id, NOTHING)
 
     def forget(self, session_id: str) -> None:
@@ -93,6 +97,9 @@ _BY_CONNECTION: dict[int, tuple[object, Interned]] = {}
 
 def interned(conn: sqlite3.Connection) -> Interned | None:
     """What ``conn`` knows of the stored blobs (``None``: not a SQLite connection)."""
+    last = _LAST[0]
+    if last is not None and last[0] is conn:  # the connection of the previous write
+        return last[1]
     if not isinstance(conn, sqlite3.Connection):
         return None
     entry = _BY_CONNECTION.get(id(conn))
@@ -101,7 +108,11 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
             _BY_CONNECTION.clear()
         entry = (conn, Interned())
         _BY_CONNECTION[id(conn)] = entry
+    _LAST[0] = entry
     return entry[1]
+
+
+_LAST: list[tuple[object, Interned] | None] = [None]
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:

@@ -1,6 +1,9 @@
-"""Model-call records in SQLite: one lean row per call, messages shared with the chains.
+"""Model-call records as rows (SQLite ``call_rows``, PostgreSQL ``model_calls``): one lean row
+per call, messages shared with the chains. On SQLite a turn's usual call is not a row: it
+rides on its answer's node row (:mod:`agcore_lab.store._calls_lean`, schema 12), with the
+same parts; ``model_calls`` is then the view over both.
 
-A ``model_calls`` row has flat, pandas-friendly columns (session, slot, turn, model, status,
+A call row has flat, pandas-friendly columns (session, slot, turn, model, status,
 tokens, cost, start time, latency, time to first token, finish reason, request hash, the
 checkpoint it led to) and a compact ``parts_json`` that says how to rebuild the request:
 
@@ -40,7 +43,6 @@ plain integers and strings.
 
 from __future__ import annotations
 
-import bisect
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -48,12 +50,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agcore_lab.llm.call_note import CallNote, to_note
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.store._call_blobs import (
     NOTHING,
     digest_of,
-    forget,
     interned,
     message_body,
     tools_body,
@@ -63,9 +64,9 @@ from agcore_lab.store._sqlite_checkpoints import ids_of_session
 from agcore_lab.store.base import LinkRecord
 
 __all__ = [
+    "add_fresh",
+    "calls_table",
     "checkpoint_ids",
-    "delete_calls_of_checkpoints",
-    "delete_session_calls",
     "home_parents",
     "insert_calls",
     "stamp",
@@ -129,9 +130,31 @@ _CALL_COLUMNS = (
     "detail_json",
 )
 _INSERT_CALL = (
-    f"INSERT OR IGNORE INTO model_calls ({', '.join(_CALL_COLUMNS)}) "
+    f"INSERT OR IGNORE INTO call_rows ({', '.join(_CALL_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
 )
+# PostgreSQL keeps the table's old name (SQLite's schema 12 made ``model_calls`` a view over
+# ``call_rows`` and the calls kept on node rows, see _calls_lean).
+_INSERT_CALL_PG = _INSERT_CALL.replace("INTO call_rows", "INTO model_calls")
+_ROW_STORED = "SELECT 1 FROM call_rows WHERE session_id = ? AND call_id = ?"
+# Per session, what a write's new blobs wait on (see Interned.tentative).
+Fresh = dict[str, tuple[str, tuple[object, ...], set[str]]]
+
+
+def calls_table(conn: sqlite3.Connection) -> str:
+    """The table of call rows: ``call_rows`` on SQLite, ``model_calls`` on PostgreSQL."""
+    return "model_calls" if getattr(conn, "dialect", "sqlite") == "postgresql" else "call_rows"
+
+
+def add_fresh(
+    fresh: Fresh, session_id: str, check: str, params: tuple[object, ...], blobs: set[str]
+) -> None:
+    """Note that ``blobs`` were written with the row ``check`` finds (one write: any of its
+    rows tells that all of it committed)."""
+    before = fresh.get(session_id)
+    fresh[session_id] = (check, params, blobs | before[2] if before is not None else blobs)
+
+
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 # A request hash left for the reader to derive from the stored parts (zero bytes).
 UNHASHED = b""
@@ -171,6 +194,8 @@ def _heads(call: CallNote, count: int, known: set[str], blobs: dict[str, str]) -
 
 
 def _letters(injected: dict[int, str] | None) -> str:
+    if injected is SYSTEM_PROMPT_ONLY:
+        return "s"
     if not injected:
         return ""
     return "".join(_LETTERS.get(injected.get(i, ""), "-") for i in range(max(injected) + 1))
@@ -229,25 +254,33 @@ def insert_calls(
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     homes: dict[str, str] | None = None,
+    fresh: Fresh | None = None,
 ) -> None:
-    """Insert call records or notes (an id stored already is skipped).
+    """Insert call records or notes as rows (an id stored already is skipped).
 
     A call is anchored at the chain node its history tail ends at (or, with no tail, the
     slot's head when it was made), so a rollback past that node marks it abandoned.
     ``homes`` maps messages placed at home in the same transaction to their parent node.
-    A note without a request hash is stored without one: the reader derives it.
+    A note without a request hash is stored without one: the reader derives it. ``fresh``:
+    blobs the same write stored already (for calls kept on node rows, see ``_calls_lean``).
     """
     state = interned(conn)
+    fresh = dict(fresh) if fresh else {}
+    if not calls:
+        if state is not None:
+            state.tentative.update(fresh)
+        return
     if len(calls) == 1 and state is not None:  # the usual turn: one call, all known
         note = to_note(calls[0])
         blobs: dict[str, str] = {}
         row = _row(note, homes or {}, state.known(conn, note.session_id), blobs)
         if not blobs:
             conn.execute(_INSERT_CALL, row)
+            state.tentative.update(fresh)
             return
+    insert = _INSERT_CALL if state is not None else _INSERT_CALL_PG
     rows = []
     known: dict[str, set[str]] = {}
-    fresh: dict[str, tuple[str, set[str]]] = {}  # per session: a call of this write, its blobs
     for call in calls:
         note = to_note(call)
         sid = note.session_id
@@ -257,8 +290,8 @@ def insert_calls(
         rows.append(_row(note, homes or {}, known[sid], blobs))
         if blobs:
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
-            fresh[sid] = (note.call_id, set(blobs) | fresh.get(sid, ("", set()))[1])
-    conn.executemany(_INSERT_CALL, rows)
+            add_fresh(fresh, sid, _ROW_STORED, (sid, note.call_id), set(blobs))
+    conn.executemany(insert, rows)
     if state is not None:
         state.tentative.update(fresh)
 
@@ -293,71 +326,3 @@ def checkpoint_ids(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str,
             ids = [r[0] for r in rows]
         found[session_id] = sorted(ids, key=stamp)
     return found
-
-
-_ORPHAN_BLOBS = """
-DELETE FROM call_blobs WHERE hash NOT IN (
-    SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
-    UNION SELECT p.value FROM model_calls c, json_each(c.parts_json, '$[2]') p
-    UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
-        WHERE json_extract(parts_json, '$.T') IS NOT NULL
-    UNION SELECT json_extract(parts_json, '$.r') FROM model_calls
-        WHERE json_extract(parts_json, '$.r') IS NOT NULL
-    UNION SELECT json_extract(parts_json, '$[1]') FROM model_calls
-        WHERE json_extract(parts_json, '$[1]') IS NOT NULL)
-"""
-_ORPHAN_BLOBS_PG = """
-DELETE FROM call_blobs WHERE hash NOT IN (
-    SELECT p.value FROM model_calls c,
-        jsonb_array_elements_text(coalesce(c.parts_json::jsonb -> 'p', '[]'::jsonb)) p
-    UNION SELECT p.value FROM model_calls c,
-        jsonb_array_elements_text(coalesce(c.parts_json::jsonb -> 2, '[]'::jsonb)) p
-    UNION SELECT parts_json::jsonb ->> 'T' FROM model_calls
-        WHERE parts_json::jsonb ->> 'T' IS NOT NULL
-    UNION SELECT parts_json::jsonb ->> 'r' FROM model_calls
-        WHERE parts_json::jsonb ->> 'r' IS NOT NULL
-    UNION SELECT parts_json::jsonb ->> 1 FROM model_calls
-        WHERE parts_json::jsonb ->> 1 IS NOT NULL)
-"""
-
-
-def _drop_orphan_blobs(conn: sqlite3.Connection) -> None:
-    postgres = getattr(conn, "dialect", "sqlite") == "postgresql"
-    conn.execute(_ORPHAN_BLOBS_PG if postgres else _ORPHAN_BLOBS)
-
-
-def delete_calls_of_checkpoints(
-    conn: sqlite3.Connection, session_id: str, ckpt_ids: Sequence[str] | None
-) -> int:
-    """Delete the calls that led to the given checkpoints (to any checkpoint for ``None``).
-
-    Run it before deleting the checkpoints: a call led to the first checkpoint after it.
-    Content blobs stay (they are shared and small) until their session is deleted.
-    """
-    forget(conn, session_id)  # the calls that referenced its blobs may go
-    ckpts = checkpoint_ids(conn, {session_id})[session_id]
-    if not ckpts:
-        return 0
-    doomed = set(ckpts) if ckpt_ids is None else set(ckpt_ids)
-    stamps = [stamp(c) for c in ckpts]
-    calls = [
-        r[0]
-        for r in conn.execute("SELECT call_id FROM model_calls WHERE session_id = ?", (session_id,))
-    ]
-    gone = []
-    for call_id in calls:
-        index = bisect.bisect_right(stamps, stamp(call_id))
-        if index < len(ckpts) and ckpts[index] in doomed:
-            gone.append(call_id)
-    conn.executemany(
-        "DELETE FROM model_calls WHERE session_id = ? AND call_id = ?",
-        [(session_id, call_id) for call_id in gone],
-    )
-    return len(gone)
-
-
-def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
-    """Delete every call of a session (and the blobs no other call uses)."""
-    forget(conn, session_id)
-    if conn.execute("DELETE FROM model_calls WHERE session_id = ?", (session_id,)).rowcount:
-        _drop_orphan_blobs(conn)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -30,13 +29,21 @@ from agcore_lab.llm.call_record import (
 from agcore_lab.llm.messages import AssistantMessage, Message, MessageAdapter
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store._call_blobs import TOOLS
-from agcore_lab.store._calls import _BLOB_ID, _EPOCH, _LABELS, checkpoint_ids, stamp
+from agcore_lab.store._calls import (
+    _BLOB_ID,
+    _EPOCH,
+    _LABELS,
+    calls_table,
+    checkpoint_ids,
+    stamp,
+)
+from agcore_lab.store._calls_lean import node_call_rows
 from agcore_lab.store._chains import read_chain
 
 __all__ = ["read_calls"]
 
 
-def _next_checkpoint(ckpts: list[str], stamps: list[str], row: sqlite3.Row) -> str | None:
+def _next_checkpoint(ckpts: list[str], stamps: list[str], row: dict[str, Any]) -> str | None:
     """The first checkpoint (of ``ckpts``, oldest first) made after the call of ``row``."""
     index = bisect.bisect_right(stamps, stamp(row["call_id"]))
     return ckpts[index] if index < len(ckpts) else None
@@ -144,8 +151,8 @@ def _blob_message(body: str, digest: str, *, response: bool = False) -> Message:
     return MessageAdapter.validate_python(data)
 
 
-def _parts(text: str) -> dict[str, Any]:
-    parts = json.loads(text)
+def _parts(text: str | list[Any] | dict[str, Any]) -> dict[str, Any]:
+    parts = json.loads(text) if isinstance(text, str) else text
     if isinstance(parts, list):  # a turn's call: [t, T] or [t, T, [p...], i]
         named: dict[str, Any] = {"t": parts[0], "T": parts[1]}
         if len(parts) > 2:
@@ -156,21 +163,67 @@ def _parts(text: str) -> dict[str, Any]:
     return dict(parts)
 
 
-def read_calls(
+def _table_rows(
     conn: sqlite3.Connection,
-    where: str,
-    params: Sequence[Any],
     *,
-    last: int | None = None,
-) -> list[ModelCall]:
-    """Calls matching ``where`` (SQL over ``model_calls``), oldest first; the newest ``last``."""
-    sql = f"SELECT * FROM model_calls WHERE {where} ORDER BY call_id DESC"
+    session_id: str | None,
+    call_id: str | None,
+    turn_index: int | None,
+    last: int | None,
+) -> list[dict[str, Any]]:
+    conditions, params = ["1 = 1"], []
+    for column, value in (
+        ("session_id", session_id),
+        ("call_id", call_id),
+        ("turn_index", turn_index),
+    ):
+        if value is not None:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    sql = (
+        f"SELECT * FROM {calls_table(conn)} WHERE {' AND '.join(conditions)} ORDER BY call_id DESC"
+    )
     if last is not None:
         sql += f" LIMIT {int(last)}"
     cursor = conn.execute(sql, tuple(params))
     cursor.row_factory = sqlite3.Row
-    rows = cursor.fetchall()  # newest first: the newest head loads the longest chain first
-    parts = [_parts(r["parts_json"]) for r in rows]
+    rows = []
+    for row in cursor.fetchall():
+        found = dict(zip(row.keys(), tuple(row), strict=True))
+        found["parts"] = _parts(row["parts_json"])
+        found["detail"] = json.loads(row["detail_json"]) if row["detail_json"] else {}
+        rows.append(found)
+    return rows
+
+
+def read_calls(
+    conn: sqlite3.Connection,
+    *,
+    session_id: str | None = None,
+    call_id: str | None = None,
+    turn_index: int | None = None,
+    last: int | None = None,
+) -> list[ModelCall]:
+    """The calls that match (every one given), oldest first; the newest ``last``.
+
+    SQLite keeps a turn's common call on its answer's node row and the others in
+    ``call_rows`` (:mod:`agcore_lab.store._calls_lean`): both are read, not the view.
+    """
+    rows = _table_rows(
+        conn, session_id=session_id, call_id=call_id, turn_index=turn_index, last=last
+    )
+    if getattr(conn, "dialect", "sqlite") != "postgresql" and not (call_id and rows):
+        riding = node_call_rows(
+            conn, session_id=session_id, call_id=call_id, turn_index=turn_index, last=last
+        )
+        for row in riding:
+            row["parts"] = _parts(row["parts"])
+            rows.append(row)
+        rows.sort(key=lambda r: str(r["call_id"]), reverse=True)
+        if last is not None:
+            del rows[last:]
+    # Newest first: the newest head loads the longest chain first.
+    parts = [r["parts"] for r in rows]
     hashes = {h for p in parts for h in [*p.get("p", []), p.get("T"), p.get("r")] if h}
     blobs = _blobs(conn, hashes)
     parents: dict[str, str] = {}
@@ -211,7 +264,7 @@ def _live_nodes(conn: sqlite3.Connection, chains: _Chains, sessions: set[str]) -
 
 
 def _call(
-    row: sqlite3.Row,
+    row: dict[str, Any],
     parts: dict[str, Any],
     blobs: dict[str, str],
     responses: dict[str, AssistantMessage],
@@ -233,7 +286,7 @@ def _call(
         response = responses.get(row["response_id"])
     elif parts.get("r"):
         response = _blob_message(_blob(blobs, parts["r"], row), parts["r"], response=True)
-    detail = json.loads(row["detail_json"]) if row["detail_json"] else {}
+    detail = row["detail"]
     tools = _tools(blobs, parts["T"], row) if parts.get("T") else []
     params = detail.get("params", {})
     stored_hash = bytes(row["request_hash"])
@@ -280,7 +333,7 @@ def _call(
     )
 
 
-def _blob(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> str:
+def _blob(blobs: dict[str, str], digest: str, row: dict[str, Any]) -> str:
     body = blobs.get(digest)
     if body is None:
         raise CorruptRecordError(
@@ -296,7 +349,7 @@ def _blob(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> str:
 _PARSED_TOOLS: dict[str, list[ToolSpec]] = {}
 
 
-def _tools(blobs: dict[str, str], digest: str, row: sqlite3.Row) -> list[ToolSpec]:
+def _tools(blobs: dict[str, str], digest: str, row: dict[str, Any]) -> list[ToolSpec]:
     # The same tools blob recurs in every call: parse it once (ToolSpecs are frozen).
     body = _blob(blobs, digest, row)
     parsed = _PARSED_TOOLS.get(digest)

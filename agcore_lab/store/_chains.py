@@ -184,8 +184,12 @@ def insert_chain(
     session_id: str,
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
+    calls: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Insert new messages (already-stored ids are skipped) and the links that place them.
+
+    ``calls`` (SQLite): message id -> the ``call`` column of its node row (see
+    ``_calls_lean``); on return it holds only the ones written (all, or none).
 
     A link whose ``node_id`` is its ``message_id`` places a message at home (on its row);
     any other link becomes a ``message_links`` row. When a message sent again is already at
@@ -197,8 +201,10 @@ def insert_chain(
     Raises:
         StorageError: A node that exists already would be written again.
     """
-    if not _postgres(conn) and lean.insert_new(conn, session_id, messages, links, _row):
+    if not _postgres(conn) and lean.insert_new(conn, session_id, messages, links, _row, calls):
         return {}  # a turn's new messages, in one insert
+    if calls:
+        calls.clear()  # the careful way keeps no call on a node row
     new_ids = {m.id for m in messages}
     links, renamed = _rehome(conn, new_ids, links) if new_ids else (list(links), {})
     if not _postgres(conn):

@@ -24,7 +24,13 @@ from agcore_lab.store._node_keys import (
     split_id,
     text_keys,
 )
-from agcore_lab.store._sqlite_nodes import INSERT_NODE, Keys, created_offset, node_texts
+from agcore_lab.store._sqlite_nodes import (
+    INSERT_NODE,
+    INSERT_NODE_CALL,
+    Keys,
+    created_offset,
+    node_texts,
+)
 from agcore_lab.store._trusted import build_all
 from agcore_lab.store.base import LinkRecord
 
@@ -100,12 +106,16 @@ def insert_new(
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
+    calls: dict[str, str] | None = None,
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
     ids placed at home, no other links, no id kept as text. The insert fails as a whole
     (SQLite undoes a failed statement) if any row is there already (a message stored
     already); then ``False`` says to take the careful way (``_rehome`` and
     :func:`insert_nodes`), which decides what to do.
+
+    ``calls``: the ``call`` column of some messages' rows (see ``_calls_lean``), all written
+    when it returns ``True``.
     """
     fresh = _fresh(messages, links)
     if fresh is None:
@@ -120,7 +130,7 @@ def insert_new(
     session = keys.session(session_id)
     rows: list[Any] = []
     for message in messages:
-        (_, _, parent, depth, role, content, call, tool, created, extra) = row(
+        (_, _, parent, depth, role, content, call_id, tool, created, extra) = row(
             message, session_id, homes.get(message.id)
         )
         node, tail = pairs[message.id]
@@ -141,9 +151,10 @@ def insert_new(
                 content,
                 created - node // 1000,  # created_offset of a clock key
                 None,
-                call,
+                call_id,
                 tool,
                 extra,
+                calls.get(message.id) if calls else None,
             )
         )
     return _insert(conn, rows)
@@ -189,10 +200,10 @@ def _insert(conn: sqlite3.Connection, rows: list[Any]) -> bool:
 @lru_cache(maxsize=80)
 def _insert_rows(count: int) -> str:
     """The insert of ``count`` node rows in one statement."""
-    return INSERT_NODE.split(" VALUES ")[0] + " VALUES " + ", ".join([_MARKS] * count)
+    return INSERT_NODE_CALL.split(" VALUES ")[0] + " VALUES " + ", ".join([_MARKS] * count)
 
 
-_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def insert_nodes(

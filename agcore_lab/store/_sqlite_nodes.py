@@ -28,11 +28,15 @@ from agcore_lab.store._node_keys import (
 )
 from agcore_lab.store._sqlite_checkpoints import write_checkpoint
 
-__all__ = ["INSERT_NODE", "Keys", "node_texts", "write_old_rows"]
+__all__ = ["INSERT_NODE", "INSERT_NODE_CALL", "Keys", "node_texts", "write_old_rows"]
 
 INSERT_NODE = (
     "INSERT INTO chain_nodes (node, tail, session, parent, depth, role, content, created, "
     "message, tool_call_id, tool_name, extra_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# A turn's rows, with schema 12's ``call`` column (a turn's common model call, _calls_lean).
+INSERT_NODE_CALL = INSERT_NODE.replace("extra_json)", "extra_json, call)").replace(
+    "?, ?)", "?, ?, ?)"
 )
 
 
@@ -276,9 +280,40 @@ OLD_TABLES = {
     ),
     "message_links": ("node_id", "parent_node_id", "message_id", "depth", "session_id"),
     "checkpoints": CHECKPOINT_COLUMNS,
+    # Schema 12: the view over call_rows and the calls riding on node rows (_calls_lean);
+    # copied in, every call is a row of call_rows (the same call, read back the same).
+    "model_calls": (
+        "session_id",
+        "call_id",
+        "slot_id",
+        "turn_index",
+        "kind",
+        "model",
+        "status",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "started_us",
+        "latency_us",
+        "ttft_us",
+        "finish_reason",
+        "request_hash",
+        "anchor_node",
+        "response_id",
+        "parts_json",
+        "detail_json",
+    ),
 }
 BASE_TABLES = frozenset(
-    {"chain_nodes", "session_keys", "text_ids", "checkpoint_rows", "checkpoint_ids", "names"}
+    {
+        "chain_nodes",
+        "session_keys",
+        "text_ids",
+        "checkpoint_rows",
+        "checkpoint_ids",
+        "names",
+        "call_rows",
+    }
 )
 
 
@@ -290,6 +325,10 @@ def write_old_table(
     shaped = [tuple(row[i] for i in order) for row in rows]
     if table == "messages":
         write_old_rows(conn, shaped, [])
+    elif table == "model_calls":
+        columns_sql = ", ".join(OLD_TABLES[table])
+        marks = ", ".join("?" * len(OLD_TABLES[table]))
+        conn.executemany(f"INSERT INTO call_rows ({columns_sql}) VALUES ({marks})", shaped)
     elif table == "checkpoints":
         for row in shaped:
             write_checkpoint(conn, row)
@@ -301,6 +340,10 @@ def clear_old_table(conn: sqlite3.Connection, table: str) -> None:
     """Empty an old table (``OLD_TABLES``): its rows of ``chain_nodes``."""
     if table == "checkpoints":
         conn.execute("DELETE FROM checkpoint_rows")
+        return
+    if table == "model_calls":
+        conn.execute("DELETE FROM call_rows")
+        conn.execute("UPDATE chain_nodes SET call = NULL WHERE call IS NOT NULL")
         return
     kind = "IS NOT NULL" if table == "messages" else "IS NULL"
     conn.execute(f"DELETE FROM chain_nodes WHERE role {kind}")

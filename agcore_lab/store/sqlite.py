@@ -26,12 +26,9 @@ from agcore_lab.store._approvals import (
     insert_pending,
     restore_pending,
 )
-from agcore_lab.store._calls import (
-    delete_calls_of_checkpoints,
-    delete_session_calls,
-    home_parents,
-    insert_calls,
-)
+from agcore_lab.store._calls import home_parents, insert_calls
+from agcore_lab.store._calls_delete import delete_calls_of_checkpoints, delete_session_calls
+from agcore_lab.store._calls_lean import node_calls
 from agcore_lab.store._calls_read import read_calls
 from agcore_lab.store._chain_history import read_chain_history
 from agcore_lab.store._chains import (
@@ -214,12 +211,13 @@ class SqliteStore(PendingOperations):
                 now=utcnow(),
             )
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            # Before the chains: a call may ride on a node row that another session keeps.
+            delete_session_calls(conn, session_id)
             # Messages are stored once: another session's chain may still pass through them.
             delete_session_chains(conn, session_id)
             for table in ("slots", "memory_log"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             delete_checkpoints(conn, session_id, None)
-            delete_session_calls(conn, session_id)
             log_change(conn, session_id, "destroyed", self._origin)
             return True
 
@@ -294,9 +292,17 @@ class SqliteStore(PendingOperations):
             version = update_session(conn, session, holder=lease_holder, now=utcnow())
             if release_lease and lease_holder is not None:
                 release_lease_row(conn, sid, lease_holder)
-            renamed = insert_chain(conn, sid, messages, links)
+            # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
+            riding, fresh = node_calls(conn, calls, links) if calls else ({}, {})
+            renamed = insert_chain(conn, sid, messages, links, riding)
             if calls:
-                insert_calls(conn, calls, home_parents(links, renamed))
+                rest = (
+                    ()
+                    if len(riding) == len(calls)
+                    else [c for c in calls if c.response is None or c.response.id not in riding]
+                )
+                if rest or fresh:
+                    insert_calls(conn, rest, home_parents(links, renamed) if rest else {}, fresh)
             if pending is not None:
                 insert_pending(conn, pending)
             conn.executemany(
@@ -497,18 +503,10 @@ class SqliteStore(PendingOperations):
     ) -> list[ModelCall]:
         """Model calls (of one session, one turn, or one id), oldest first; the newest
         ``last`` when given."""
-        conditions, params = ["1 = 1"], []
-        for column, value in (
-            ("session_id", session_id),
-            ("call_id", call_id),
-            ("turn_index", turn_index),
-        ):
-            if value is not None:
-                conditions.append(f"{column} = ?")
-                params.append(value)
-        where = " AND ".join(conditions)
         with self.transaction(write=False) as conn:
-            return read_calls(conn, where, params, last=last)
+            return read_calls(
+                conn, session_id=session_id, call_id=call_id, turn_index=turn_index, last=last
+            )
 
     # -- memory -----------------------------------------------------------------------------
 

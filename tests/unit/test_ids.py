@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from agcore_lab.ids import new_id
+from agcore_lab.ids import id_text, new_id, new_id_value
 
 _FORMAT = re.compile(r"^msg_[0-9a-hjkmnp-tv-z]{17}$")
 
@@ -44,3 +44,18 @@ def test_a_forked_child_does_not_repeat_its_parents_random_tails() -> None:
     child = os.read(read, 10_000).decode().split(",")
     parent = [new_id("msg")[-4:] for _ in range(50)]
     assert child != parent
+
+
+def test_an_id_kept_as_a_number_is_an_id_of_the_same_generator() -> None:
+    # A recorder keeps a call's id as its number until the text is asked for: the text has
+    # new_id's form and takes its place in new_id's order, before and after.
+    before = new_id("msg")
+    value = new_id_value()
+    after = new_id("msg")
+    text = id_text("msg", value)
+    assert _FORMAT.match(text) and before < text < after
+    assert id_text("call", value) == "call_" + text.split("_", 1)[1]
+    assert value >> 20 <= int(after.split("_")[1][:13].translate(_DIGITS), 32)
+
+
+_DIGITS = str.maketrans("0123456789abcdefghjkmnpqrstvwxyz", "0123456789abcdefghijklmnopqrstuv")

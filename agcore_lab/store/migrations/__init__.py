@@ -18,6 +18,7 @@ from agcore_lab.errors import StorageError
 from agcore_lab.store._vectors import move_vectors_into_blocks
 from agcore_lab.store.migrations._run import run as _run
 from agcore_lab.store.migrations.lean import m011_lean_layout as _m011_lean_layout
+from agcore_lab.store.migrations.lean_calls import m012_lean_calls as _m012_lean_calls
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -402,6 +403,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m009_versioned_state,
     _m010_checkpoint_id_index,
     _m011_lean_layout,
+    _m012_lean_calls,
 ]
 
 

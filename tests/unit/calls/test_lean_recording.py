@@ -93,7 +93,7 @@ def test_a_redacted_call_keeps_the_hash_of_the_request_as_sent(tmp_path: Path) -
     assert replayed.submit_turn_sync("compute").reply == session.messages[-1].text
 
 
-def test_later_calls_of_a_session_write_only_their_row(tmp_path: Path) -> None:
+def test_later_calls_of_a_session_write_nothing_beside_their_answers(tmp_path: Path) -> None:
     manager, sid, _ = _run(tmp_path / "w.db", listen=False)
     statements: list[str] = []
     manager.store.connection.set_trace_callback(statements.append)
@@ -106,9 +106,15 @@ def test_later_calls_of_a_session_write_only_their_row(tmp_path: Path) -> None:
         manager.store.connection.set_trace_callback(None)
     made = len(manager.model_calls_sync(sid)) - before
     assert made >= 2
-    inserts = [s for s in statements if s.startswith("INSERT OR IGNORE INTO model_calls")]
-    assert len(inserts) == made
-    assert not [s for s in statements if "call_blobs" in s]  # tools and prompt: stored once
+    # Each call rides on its answer's node row (schema 12), written by the turn's insert:
+    # no statement of its own, and the tools and the prompt are stored once.
+    assert not [s for s in statements if "call_rows" in s or "call_blobs" in s]
+    turn_inserts = [s for s in statements if s.startswith("INSERT INTO chain_nodes")]
+    assert len(turn_inserts) == 2 and all(", call)" in s for s in turn_inserts)
+    riding = manager.store.connection.execute(
+        "SELECT count(*) FROM chain_nodes WHERE call IS NOT NULL"
+    ).fetchone()[0]
+    assert riding == len(manager.model_calls_sync(sid))
     tools = {tuple(t.name for t in c.tools) for c in manager.model_calls_sync(sid)}
     assert tools == {("add",)}
     assert manager.model_calls_sync(sid)[-1].request_messages[0].text == "You add."

@@ -17,7 +17,10 @@ from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore, ToolCa
 
 T = TypeVar("T")
 
-_VIEWS = re.compile(r"\b(FROM|JOIN)\s+(messages|message_links|checkpoints|checkpoints_keyed)\b")
+# ``model_calls`` too (schema 12): a view over call_rows and the calls riding on node rows.
+_VIEWS = re.compile(
+    r"\b(FROM|JOIN)\s+(messages|message_links|checkpoints|checkpoints_keyed|model_calls)\b"
+)
 
 
 def add(a: int, b: int) -> int:

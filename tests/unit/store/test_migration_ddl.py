@@ -63,3 +63,18 @@ def test_schema_eleven_is_the_lean_layout_written_down(tmp_path: Path) -> None:
         assert kinds[view] == "view"
     assert "checkpoints_ckpt_id" not in kinds  # no index on text ids any more
     assert {"chain_nodes", "checkpoint_rows", "session_keys", "names"} <= set(kinds)
+
+
+GOLDEN_12 = GOLDEN.with_name("schema_m012.json")
+
+
+def test_schema_twelve_is_the_calls_on_nodes_layout_written_down(tmp_path: Path) -> None:
+    # tests/data/schema_m012.json: a fresh file at schema 12 (issue 15: a turn's usual model
+    # call rides on its answer's chain_nodes row). Add a migration rather than change m012.
+    golden = json.loads(GOLDEN_12.read_text(encoding="utf-8"))
+    got = _schema_after(12, tmp_path / "fresh.db")
+    assert got == golden
+    kinds = {name: kind for kind, name, _, _ in got}
+    assert kinds["model_calls"] == "view" and kinds["call_rows"] == "table"
+    nodes = next(sql for _, name, _, sql in got if name == "chain_nodes")
+    assert nodes.rstrip().endswith("call TEXT)")  # the one column the turn's row gains

@@ -1,0 +1,311 @@
+"""A turn's common model call kept on its answer's ``chain_nodes`` row (SQLite, schema 12).
+
+The usual call — a turn's request answered with a message the turn stores at home right
+after the request's history — needs no row of its own: its few fields ride in the ``call``
+column of the answer's node row, written by the turn's one insert, so recording it touches no
+other b-tree (see :mod:`agcore_lab.store.migrations.lean_calls`). The column is a compact JSON
+array, positions fixed:
+
+====  ===========================================================================
+0     the call id: ``(node key - call clock) << 20 | call random digits``
+1     turn index
+2, 3  slot id, model
+4, 5  prompt and completion tokens
+6     cost (a float)
+7     start: the call id's clock in microseconds minus the call's start (0, as a rule)
+8     latency, microseconds
+9     finish reason
+10    the request's parts, as ``model_calls.parts_json`` (see :mod:`._calls`)
+11    time to first token, microseconds (only when streamed)
+12    the rare fields, as ``model_calls.detail_json`` (only when set)
+====  ===========================================================================
+
+Everything else of the old row is implied: the session is the node's, the response is the
+node's message, the anchor is the node's parent, kind ``turn``, status ``ok``, and the request
+hash is derived when the call is read. Any other call keeps its ``call_rows`` row
+(:func:`~agcore_lab.store._calls.insert_calls`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from agcore_lab.llm.call_note import CallNote
+from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.window import MessageWindow
+from agcore_lab.store._call_blobs import interned, message_body, tools_body
+from agcore_lab.store._calls import (
+    Fresh,
+    _detail,
+    _heads,
+    _letters,
+    _parts_json,
+    add_fresh,
+    stamp,
+)
+from agcore_lab.store._node_keys import MESSAGE, render, session_key, split_id
+from agcore_lab.store.base import LinkRecord
+
+__all__ = [
+    "NodeCalls",
+    "clear_node_calls",
+    "forget_node_calls",
+    "node_call_rows",
+    "node_call_stamps",
+    "node_calls",
+]
+
+CALL = "call"
+_MASK = (1 << 20) - 1
+_MAX_OFFSET = 1 << 40  # about 18 minutes from a call's start to its answer's id
+_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
+_NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
+
+# What a turn's commit writes on node rows: message id -> its row's ``call`` column.
+NodeCalls = dict[str, str]
+
+_TEXTS: dict[object, str] = {None: "null"}  # names as JSON (slot and model, finish reasons)
+
+
+def _text(value: str | None) -> str:
+    found = _TEXTS.get(value)
+    if found is None:
+        found = json.dumps(value, ensure_ascii=False)
+        if len(_TEXTS) >= 1_000:
+            _TEXTS.clear()
+            _TEXTS[None] = "null"
+        _TEXTS[value] = found
+    return found
+
+
+def _names(slot_id: str, model: str) -> str:
+    found = _TEXTS.get((slot_id, model))
+    if found is None:
+        found = _TEXTS[(slot_id, model)] = f"{_text(slot_id)},{_text(model)}"
+    return found
+
+
+def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """The parts of a turn's usual request after its tail count — ``,"T"]`` or
+    ``,"T",[p...],"i"]`` — and the blobs they name, or ``None`` for another shape. Kept per
+    labels, head messages and tools (by object: the cache holds them, so their ids stay
+    theirs)."""
+    tools = note.tools
+    if not tools:
+        return None
+    request = note.request
+    if type(request) is MessageWindow and len(request.head) == count:
+        heads = request.head  # the usual request: no look at the window's history
+    else:
+        heads = tuple(request[i] for i in range(count))
+    letters = _letters(note.injected)
+    key = (letters, *map(id, heads), 0, *map(id, tools))
+    found = _SUFFIXES.get(key)
+    if found is None:
+        if letters and not heads:
+            return None
+        body, tools_hash = tools_body(tools)
+        blobs = [(tools_hash, body)]
+        for message in heads:
+            message_text, digest = message_body(message)
+            blobs.append((digest, message_text))
+        whole = _parts_json(1, tools_hash, [d for d, _ in blobs[1:]], letters, None)
+        assert whole.startswith("[1,")
+        if len(_SUFFIXES) >= 1_000:
+            _SUFFIXES.clear()
+        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), (heads, tuple(tools)))
+    return found[0], found[1]
+
+
+# (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
+_SUFFIXES: dict[tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], object]] = {}
+
+
+def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) -> str:
+    count = len(note.request) - tail
+    if tail:
+        shape = _suffix(note, count)
+        if shape is not None:
+            suffix, named = shape
+            for digest, body in named:
+                if digest not in known:
+                    blobs[digest] = body
+            return f"[{tail}{suffix}"
+    tools_hash = ""
+    if note.tools:
+        body, tools_hash = tools_body(note.tools)
+        if tools_hash not in known:
+            blobs[tools_hash] = body
+    heads = _heads(note, count, known, blobs) if count else []
+    return _parts_json(tail, tools_hash, heads, _letters(note.injected), None)
+
+
+def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for the usual call)
+    conn: sqlite3.Connection,
+    calls: Sequence[ModelCall | CallNote],
+    links: Sequence[LinkRecord],
+) -> tuple[NodeCalls, Fresh]:
+    """The ``call`` column of the answers' node rows for the calls of a turn's commit that
+    ride there (their recorder marked them ``rides``, and the answer is placed right after
+    the request's history), by answer id; and the blobs written for them here (those the
+    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
+    found: NodeCalls = {}
+    fresh: Fresh = {}
+    state = None
+    for note in calls:
+        if not isinstance(note, CallNote) or not note.rides:
+            continue
+        response, value, cost = note.response, note.id_value, note.cost
+        if response is None or value is None or note.tail is None:
+            continue
+        if type(cost) is not float or not math.isfinite(cost):
+            continue  # the row's REAL column takes what JSON cannot
+        response_id = response.id
+        link = links[-1] if links else None  # the answer is the last message, as a rule
+        if link is None or link.message_id != response_id:
+            link = next((lk for lk in reversed(links) if lk.message_id == response_id), None)
+        anchor, tail = note.tail
+        if link is None or link.node_id != response_id or link.parent_node_id != anchor:
+            continue  # not right after its history: a row of its own keeps its anchor
+        pair = split_id(response_id, MESSAGE)
+        call_key = value >> 20
+        offset = pair[0] - call_key if pair is not None else -1
+        if not 0 <= offset < _MAX_OFFSET:
+            continue
+        if state is None:
+            state = interned(conn)
+            if state is None:
+                return found, fresh
+        known = state.known(conn, note.session_id)
+        blobs: dict[str, str] = {}
+        shape = _suffix(note, len(note.request) - tail) if tail else None
+        if shape is not None:
+            for digest, body in shape[1]:
+                if digest not in known:
+                    blobs[digest] = body
+            parts = f"[{tail}{shape[0]}"
+        else:
+            parts = _parts(note, tail, known, blobs)
+        if blobs:
+            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            add_fresh(fresh, note.session_id, _NODE_STORED, (call_key + offset,), set(blobs))
+        usage = note.usage
+        rare = ""
+        if note.ttft_ns is not None or note.params or note.retries or note.streamed:
+            rare = _rare(note)
+        elif note.window_start or note.replayed or usage.requests != 1:
+            rare = _rare(note)
+        found[response_id] = (
+            f"[{offset << 20 | value & _MASK},{note.turn_index},{_names(note.slot_id, note.model)},"
+            f"{usage.prompt_tokens},{usage.completion_tokens},{cost!r},"
+            f"{call_key // 1000 - note.started_ns // 1000},{(note.latency_ns + 500) // 1000},"
+            f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
+        )
+    return found, fresh
+
+
+def _rare(note: CallNote) -> str:
+    """The call column's optional tail: ``,ttft`` and ``,{detail}`` (see the docstring)."""
+    detail = _detail(note)
+    ttft = (note.ttft_ns + 500) // 1000 if note.ttft_ns is not None else "null"
+    if detail is not None:
+        return f",{ttft},{detail}"
+    return f",{ttft}" if note.ttft_ns is not None else ""
+
+
+def node_call_rows(
+    conn: sqlite3.Connection,
+    *,
+    session_id: str | None = None,
+    call_id: str | None = None,
+    turn_index: int | None = None,
+    last: int | None = None,
+) -> list[dict[str, Any]]:
+    """The calls kept on node rows that match, as rows in ``model_calls``' columns (with
+    ``parts`` and ``detail`` parsed, and ``node``: the key of the row they ride on)."""
+    conditions, params = ["call IS NOT NULL"], []
+    if session_id is not None:
+        session = session_key(conn, session_id, create=False)
+        if session is None:
+            return []
+        conditions.append("session = ?")
+        params.append(session)
+    if call_id is not None:
+        pair = split_id(call_id, CALL)
+        if pair is None:
+            return []
+        conditions.append("node >= ?")
+        conditions.append(
+            "node - (json_extract(call, '$[0]') >> 20) = ? AND json_extract(call, '$[0]') & ? = ?"
+        )
+        params += [pair[0], pair[0], _MASK, pair[1]]
+    if turn_index is not None:
+        conditions.append("json_extract(call, '$[1]') = ?")
+        params.append(turn_index)
+    sql = f"SELECT node, tail, session, call FROM chain_nodes WHERE {' AND '.join(conditions)}"
+    if last is not None and session_id is not None:
+        # A session's calls are one after another: their answers' keys are in call order.
+        sql += f" ORDER BY node DESC LIMIT {int(last)}"
+    rows = conn.execute(sql, params).fetchall()
+    if not rows:
+        return []
+    if session_id is not None:
+        sessions = {rows[0][2]: session_id}
+    else:
+        sessions = dict(conn.execute("SELECT key, session_id FROM session_keys").fetchall())
+    out = []
+    for node, tail, session, text in rows:
+        if session not in sessions:
+            continue
+        values = json.loads(text)
+        packed = values[0]
+        out.append(
+            {
+                "node": node,
+                "session_id": sessions[session],
+                "call_id": render(node - (packed >> 20), packed & _MASK, CALL),
+                "slot_id": values[2],
+                "turn_index": values[1],
+                "kind": "turn",
+                "model": values[3],
+                "status": "ok",
+                "prompt_tokens": values[4],
+                "completion_tokens": values[5],
+                "cost_usd": values[6],
+                "started_us": (node - (packed >> 20)) // 1000 - values[7],
+                "latency_us": values[8],
+                "ttft_us": values[11] if len(values) > 11 else None,
+                "finish_reason": values[9],
+                "request_hash": b"",
+                "anchor_node": None,
+                "response_id": render(node, tail, MESSAGE),
+                "parts": values[10],
+                "detail": values[12] if len(values) > 12 else {},
+            }
+        )
+    return out
+
+
+def clear_node_calls(conn: sqlite3.Connection, nodes: Sequence[int]) -> None:
+    """Forget the calls riding on these node rows (their messages stay)."""
+    conn.executemany("UPDATE chain_nodes SET call = NULL WHERE node = ?", [(n,) for n in nodes])
+
+
+def forget_node_calls(conn: sqlite3.Connection, session_id: str) -> int:
+    """Forget every call riding on a session's node rows; return how many there were."""
+    session = session_key(conn, session_id, create=False)
+    if session is None:
+        return 0
+    cursor = conn.execute(
+        "UPDATE chain_nodes SET call = NULL WHERE session = ? AND call IS NOT NULL", (session,)
+    )
+    return int(cursor.rowcount)
+
+
+def node_call_stamps(conn: sqlite3.Connection, session_id: str) -> list[tuple[str, int]]:
+    """``(stamp of the call id, node key)`` of a session's calls on node rows."""
+    return [(stamp(r["call_id"]), r["node"]) for r in node_call_rows(conn, session_id=session_id)]
