@@ -49,7 +49,7 @@ from agcore_lab.ids import new_id
 from agcore_lab.llm.usage import ModelSpend, Usage
 from agcore_lab.store._checkpoint_rows import COLUMNS, _validated
 from agcore_lab.store._checkpoints import insert_checkpoint
-from agcore_lab.store._sqlite_checkpoints import _LEAN_SELECT
+from agcore_lab.store._sqlite_checkpoint_reads import _LEAN_SELECT
 from agcore_lab.store.base import CkptMeta, SessionRecord
 
 LIST_GOAL_S = 0.030
@@ -183,8 +183,10 @@ def _distinct_session(
     start = template.created_at
     with store.transaction() as conn:
         for n in range(count - 1):
+            # A head made as a turn makes it (new_id), and totals that are the spend's: the
+            # one-slot, one-model row a turn writes.
             slots = {
-                slot_id: slot.model_copy(update={"head_node_id": f"msg_{n:012d}{slot_id}"})
+                slot_id: slot.model_copy(update={"head_node_id": new_id("msg")})
                 for slot_id, slot in template.slots.items()
             }
             spend = {
@@ -206,6 +208,9 @@ def _distinct_session(
                         "session_id": sid,
                         "turn_index": 21 + n,
                         "created_at": start + timedelta(microseconds=137 * n),
+                        "prompt_tokens": sum(s.usage.prompt_tokens for s in spend.values()),
+                        "completion_tokens": sum(s.usage.completion_tokens for s in spend.values()),
+                        "cost_usd": sum(s.cost for s in spend.values()),
                         "slots": slots,
                         "spend": spend,
                     }

@@ -13,7 +13,6 @@ hand, damaged on disk) goes through full validation instead, which names what is
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from agcore_lab.store._checkpoint_plans import (
     spend_plan,
     stamp,
 )
+from agcore_lab.store._gc_pause import paused_collector
 from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id as lean_latest_checkpoint_id
 from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
@@ -253,14 +253,9 @@ def read_checkpoints(
         if rows and type(rows[0]) is not tuple:
             rows = [tuple(r) for r in rows]  # another backend's row objects
     # Tens of thousands of small objects, none of them garbage: the cyclic collector would
-    # rescan them over and over while they are made (it doubled the time of a long listing).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    # rescan them over and over while they are made (see _gc_pause).
+    with paused_collector():
         return _records(conn, rows)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[CkptMeta]:

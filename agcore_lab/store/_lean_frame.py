@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["frame_columns", "render_ids"]
+__all__ = ["frame_columns", "head_ids", "parent_ids", "render_ids"]
 
 _SOURCE_NAMES = {0: "auto", 1: "manual", 2: "fork", 3: "rollback"}
 _SELECT = (
@@ -133,6 +133,51 @@ def _parents(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) 
         offsets = np.fromiter((p for p in parents if p is not None), dtype=np.int64)
         parent_tails = np.fromiter((t for t in tails if t is not None), dtype=np.int64)
         shown[has] = render_ids(key[has] - offsets, parent_tails, "ckpt")
+    return shown
+
+
+def parent_ids(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
+    """Each row's parent checkpoint id: ``None`` where its offset or its tail is ``NULL``."""
+    import numpy as np
+
+    has = [p is not None and t is not None for p, t in zip(parents, tails, strict=True)]
+    shown: list[Any] = [None] * len(has)
+    at = [i for i, ok in enumerate(has) if ok]
+    if at:
+        where = np.array(at, dtype=np.int64)
+        offsets = np.fromiter((parents[i] for i in at), dtype=np.int64, count=len(at))
+        parent_tails = np.fromiter((tails[i] for i in at), dtype=np.int64, count=len(at))
+        texts = render_ids(key[where] - offsets, parent_tails, "ckpt").tolist()
+        for i, text in zip(at, texts, strict=True):
+            shown[i] = text
+    return shown
+
+
+def head_ids(key: np.ndarray, heads: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
+    """Each row's flat slot head (a message or link node id): ``None`` where its offset or
+    its tail is ``NULL``."""
+    import numpy as np
+
+    at = [
+        i
+        for i, (h, t) in enumerate(zip(heads, tails, strict=True))
+        if h is not None and t is not None
+    ]
+    shown: list[Any] = [None] * len(heads)
+    if not at:
+        return shown
+    where = np.array(at, dtype=np.int64)
+    offsets = np.fromiter((heads[i] for i in at), dtype=np.int64, count=len(at))
+    head_tails = np.fromiter((tails[i] for i in at), dtype=np.int64, count=len(at))
+    nodes = key[where] - offsets
+    texts = render_ids(nodes, head_tails & 0xFFFFF, "msg").tolist()
+    links = head_tails >= 1 << 20
+    if links.any():
+        linked = render_ids(nodes[links], head_tails[links] & 0xFFFFF, "node").tolist()
+        for place, text in zip(np.flatnonzero(links).tolist(), linked, strict=True):
+            texts[place] = text
+    for i, text in zip(at, texts, strict=True):
+        shown[i] = text
     return shown
 
 
