@@ -158,7 +158,7 @@ def slot_plan(
         if state is None or not isinstance(head, _OPTIONAL_TEXT):
             return None
         values = state.copy()
-        pinned = values.pop("pinned_ids")
+        pinned = values["pinned_ids"]  # replaced by a list of its own per record, in place
         values["session_id"] = session_id
         values["slot_id"] = slot_id
         values["head_node_id"] = head

@@ -31,7 +31,12 @@ from agcore_lab.store._checkpoint_rows import _records, read_checkpoints
 from agcore_lab.store._gc_pause import paused_collector
 from agcore_lab.store._lean_frame import head_ids, parent_ids, render_ids, shaped_rows
 from agcore_lab.store._lean_parts import Parts
-from agcore_lab.store._sqlite_checkpoint_reads import lean_names, lean_query, view_rows
+from agcore_lab.store._sqlite_checkpoint_reads import (
+    keyed_rows,
+    lean_names,
+    lean_query,
+    view_rows,
+)
 from agcore_lab.store.base import CkptMeta, SlotRecord
 
 __all__ = ["lean_records", "list_checkpoints"]
@@ -152,9 +157,9 @@ def lean_records(
     typed = [_row_typed(row, names) for row in rows]
     clean = [row for row, ok in zip(rows, typed, strict=True) if ok]
     made = iter(_built(conn, clean, list(zip(*clean, strict=True)), names) if clean else [])
-    others = iter(
-        _others(conn, [row for row, ok in zip(rows, typed, strict=True) if not ok], names)
-    )
+    # Their values as the view shows them (shaped_rows expects the written types).
+    damaged = keyed_rows(conn, [row[0] for row, ok in zip(rows, typed, strict=True) if not ok])
+    others = iter(_records(conn, damaged))
     return [next(made) if ok else next(others) for ok in typed]
 
 

@@ -19,7 +19,7 @@ from agcore_lab.store._lean_frame import shaped_rows
 from agcore_lab.store._node_keys import session_key, split_id
 from agcore_lab.store._sqlite_checkpoints import CKPT, checkpoint_key
 
-__all__ = ["lean_names", "lean_query", "old_rows", "rows_of", "view_rows"]
+__all__ = ["keyed_rows", "lean_names", "lean_query", "old_rows", "rows_of", "view_rows"]
 
 _LEAN_SELECT = (
     "SELECT c.ckpt, c.tail, s.session_id, c.parent, c.parent_tail, c.turn_index, c.created, "
@@ -156,3 +156,14 @@ def view_rows(
         sql += " LIMIT ?"
         params.append(limit)
     return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def keyed_rows(conn: sqlite3.Connection, keys: list[int]) -> list[tuple[Any, ...]]:
+    """The old columns of the checkpoints of lean ``keys``, in that order, as the
+    ``checkpoints`` view shows them: for rows whose lean values are not of the types a write
+    leaves (the view shows what SQL makes of them; validation then decides)."""
+    found = {}
+    for key in keys:
+        row = conn.execute(f"{_OLD_SELECT} WHERE ckpt_key = ?", (key,)).fetchone()
+        found[key] = tuple(row)
+    return [found[key] for key in keys]
