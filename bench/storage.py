@@ -28,6 +28,7 @@ goal of issue 16:
   for information.
 
 Run: python bench/storage.py [--checkpoints 10000] [--sessions 1000] [--turns 1000]
+[--only listing] (one row; repeat --only for several)
 """
 
 from __future__ import annotations
@@ -359,17 +360,24 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--turns", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=("listing", "children", "storage"),
+        help="run only this row (repeat for several; default: every row)",
+    )
     args = parser.parse_args()
     if args.checkpoints < 100 or args.sessions < 100 or args.turns < 10:
         parser.error("at least 100 checkpoints, 100 sessions and 10 turns")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        results = [
-            listing(directory, args.checkpoints, args.repeats),
-            children(directory, args.sessions, args.repeats * 10),
-            storage(directory, args.turns),
-        ]
+        rows: dict[str, Callable[[], bool]] = {
+            "listing": lambda: listing(directory, args.checkpoints, args.repeats),
+            "children": lambda: children(directory, args.sessions, args.repeats * 10),
+            "storage": lambda: storage(directory, args.turns),
+        }
+        results = [run() for name, run in rows.items() if not args.only or name in args.only]
     passed = sum(results)
     print(
         f"{passed} of {len(results)} targets PASS: {_verdict(passed == len(results))} "

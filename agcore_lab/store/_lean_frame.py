@@ -136,21 +136,28 @@ def _parents(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) 
     return shown
 
 
+def _given(
+    values: tuple[Any, ...], tails: tuple[Any, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where both ``values`` and ``tails`` are given (not ``NULL``), and those of them as
+    integers: a column at a time."""
+    import numpy as np
+
+    shown, tail = np.array(values, dtype=object), np.array(tails, dtype=object)
+    given = np.not_equal(shown, None) & np.not_equal(tail, None)
+    return given, shown[given].astype(np.int64), tail[given].astype(np.int64)
+
+
 def parent_ids(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
     """Each row's parent checkpoint id: ``None`` where its offset or its tail is ``NULL``."""
     import numpy as np
 
-    has = [p is not None and t is not None for p, t in zip(parents, tails, strict=True)]
-    shown: list[Any] = [None] * len(has)
-    at = [i for i, ok in enumerate(has) if ok]
-    if at:
-        where = np.array(at, dtype=np.int64)
-        offsets = np.fromiter((parents[i] for i in at), dtype=np.int64, count=len(at))
-        parent_tails = np.fromiter((tails[i] for i in at), dtype=np.int64, count=len(at))
-        texts = render_ids(key[where] - offsets, parent_tails, "ckpt").tolist()
-        for i, text in zip(at, texts, strict=True):
-            shown[i] = text
-    return shown
+    given, offsets, parent_tails = _given(parents, tails)
+    shown = np.full(len(key), None, dtype=object)
+    if len(offsets):
+        shown[given] = render_ids(key[given] - offsets, parent_tails, "ckpt")
+    listed: list[Any] = shown.tolist()
+    return listed
 
 
 def head_ids(key: np.ndarray, heads: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
@@ -158,27 +165,17 @@ def head_ids(key: np.ndarray, heads: tuple[Any, ...], tails: tuple[Any, ...]) ->
     its tail is ``NULL``."""
     import numpy as np
 
-    at = [
-        i
-        for i, (h, t) in enumerate(zip(heads, tails, strict=True))
-        if h is not None and t is not None
-    ]
-    shown: list[Any] = [None] * len(heads)
-    if not at:
-        return shown
-    where = np.array(at, dtype=np.int64)
-    offsets = np.fromiter((heads[i] for i in at), dtype=np.int64, count=len(at))
-    head_tails = np.fromiter((tails[i] for i in at), dtype=np.int64, count=len(at))
-    nodes = key[where] - offsets
-    texts = render_ids(nodes, head_tails & 0xFFFFF, "msg").tolist()
-    links = head_tails >= 1 << 20
-    if links.any():
-        linked = render_ids(nodes[links], head_tails[links] & 0xFFFFF, "node").tolist()
-        for place, text in zip(np.flatnonzero(links).tolist(), linked, strict=True):
-            texts[place] = text
-    for i, text in zip(at, texts, strict=True):
-        shown[i] = text
-    return shown
+    given, offsets, head_tails = _given(heads, tails)
+    shown = np.full(len(key), None, dtype=object)
+    if len(offsets):
+        nodes = key[given] - offsets
+        texts = render_ids(nodes, head_tails & 0xFFFFF, "msg")
+        links = head_tails >= 1 << 20
+        if links.any():
+            texts[links] = render_ids(nodes[links], head_tails[links] & 0xFFFFF, "node")
+        shown[given] = texts
+    listed: list[Any] = shown.tolist()
+    return listed
 
 
 def _times(key: np.ndarray, created: tuple[Any, ...], texts: tuple[Any, ...]) -> pd.DatetimeIndex:
