@@ -34,6 +34,7 @@ from agcore_lab.store._checkpoint_plans import (
     slot_plan,
     spend_plan,
     stamp,
+    state_fields,
 )
 from agcore_lab.store._gc_pause import paused_collector
 from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id as lean_latest_checkpoint_id
@@ -173,6 +174,7 @@ class _Plans:
         self.read_at = utcnow()
         self.states: dict[str, dict[str, Any]] = {}  # as stored, for the validated path
         self._checked: dict[str, dict[str, Any]] = {}  # of those, the ones that pass
+        self._fields: dict[str, set[str]] = {}  # and the fields set each gives
         self._slots: tuple[Any, Any, SlotPlan | None] = (None, None, None)
         self._spend: tuple[Any, SpendPlan | None] = (None, None)
         self._time: tuple[Any, datetime | None] = (None, None)
@@ -192,6 +194,7 @@ class _Plans:
                 states[digest] = state
                 try:
                     self._checked[digest] = checked_state(state)
+                    self._fields[digest] = state_fields(state)
                 except Unchecked:
                     pass  # its checkpoints take the validated path, which names the problem
         return heads
@@ -203,7 +206,11 @@ class _Plans:
             return plan, False
         sid = row[0]
         heads = self.heads(row)
-        plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
+        plan = (
+            slot_plan(heads, sid, self._checked, self.read_at, self._fields)
+            if type(sid) is str
+            else None
+        )
         self._slots = (row[15], sid, plan)
         return plan, True
 
@@ -262,7 +269,7 @@ def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Ckpt
     plans = _Plans(conn)
     slot_plan_of, spend_plan_of, time_of = plans.slot_plan, plans.spend_plan, plans.time
     written, sources = _WRITTEN_TYPES, _SOURCES
-    ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
+    ckpt_fields, spend_fields = _CKPT_FIELDS, _SPEND_FIELDS
     records = []
     for row in rows:
         record = None
@@ -272,12 +279,12 @@ def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Ckpt
             when = time_of(row[4])
             if slots_of is not None and spend_of is not None and when is not None:
                 slots = {}
-                for slot_id, values, pinned in slots_of:
+                for slot_id, values, pinned, fields in slots_of:
                     # The first record of a plan takes its values (no user code runs before
                     # the read returns); the next ones copy them and get lists of their own.
                     own = values if fresh else values.copy()
                     own["pinned_ids"] = list(pinned)
-                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+                    slots[slot_id] = built(SlotRecord, own, fields.copy())
                 spend = {
                     model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
                     for model, usage, spent in spend_of

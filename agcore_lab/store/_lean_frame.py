@@ -144,7 +144,8 @@ def _given(
     import numpy as np
 
     shown, tail = np.array(values, dtype=object), np.array(tails, dtype=object)
-    given = np.not_equal(shown, None) & np.not_equal(tail, None)
+    null = np.array(None, dtype=object)
+    given = np.not_equal(shown, null) & np.not_equal(tail, null)
     return given, shown[given].astype(np.int64), tail[given].astype(np.int64)
 
 

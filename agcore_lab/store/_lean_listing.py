@@ -75,7 +75,6 @@ _WRITTEN = (
 )
 _SOURCES = ("auto", "manual", "fork", "rollback")
 _CKPT_FIELDS = set(CkptMeta.model_fields)
-_SLOT_FIELDS = set(SlotRecord.model_fields)
 _SPEND_FIELDS = set(ModelSpend.model_fields)
 
 # The four slots of a pydantic model instance, set through their own descriptors (what
@@ -200,7 +199,7 @@ def _built(
     parts = Parts(conn, names)
     state_plans, state_plan, text_slots = parts.flat_states, parts.flat_state, parts.text_slots
     flat_usage, text_spend = parts.usage, parts.text_spend
-    slot_fields, spend_fields = _SLOT_FIELDS, _SPEND_FIELDS
+    spend_fields = _SPEND_FIELDS
     last_figures: Any = None
     usage: Usage | None = None
     name = names.get
@@ -271,7 +270,7 @@ def _built(
                 values["pinned_ids"] = list(plan[1])
                 one_slot = new(SlotRecord)
                 set_dict(one_slot, values)
-                set_fields(one_slot, slot_fields.copy())
+                set_fields(one_slot, plan[2].copy())
                 set_extra(one_slot, None)
                 set_private(one_slot, None)
                 slots = {slot_id: one_slot}

@@ -19,16 +19,22 @@ from pydantic_core import from_json
 
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.usage import ModelSpend, Usage
-from agcore_lab.store._checkpoint_plans import Unchecked, built, checked_state, spend_plan
+from agcore_lab.store._checkpoint_plans import (
+    Unchecked,
+    built,
+    checked_state,
+    spend_plan,
+    state_fields,
+)
 from agcore_lab.store.base import SlotRecord
 
 __all__ = ["Parts", "StatePlan"]
 
-_SLOT_FIELDS = set(SlotRecord.model_fields)
 _SPEND_FIELDS = set(ModelSpend.model_fields)
 _USAGE_FIELDS = set(Usage.model_fields)
-# A slot state's SlotRecord values (ids, head and updated_at to fill in) and its pinned ids.
-StatePlan = tuple[dict[str, Any], tuple[str, ...]]
+# A slot state's SlotRecord values (ids and head to fill in), its pinned ids and the fields
+# set a validated read gives (the stored keys and the ids: not updated_at).
+StatePlan = tuple[dict[str, Any], tuple[str, ...], set[str]]
 
 
 class Parts:
@@ -58,12 +64,13 @@ class Parts:
         ).fetchone()
         if stored is not None:
             try:
-                values = checked_state(json.loads(stored[0]))
+                state = json.loads(stored[0])
+                values = checked_state(state)
             except (Unchecked, ValueError, TypeError):
                 values = None
             if values is not None:
                 values["updated_at"] = self._read_at
-                plan = (values, values["pinned_ids"])
+                plan = (values, values["pinned_ids"], state_fields(state))
         self._states[digest] = plan
         return plan
 
@@ -71,13 +78,13 @@ class Parts:
         plan = self._state(digest)
         if plan is None:
             return None
-        template, pinned = plan
+        template, pinned, fields = plan
         values = template.copy()
         values["session_id"] = session_id
         values["slot_id"] = slot_id
         values["head_node_id"] = head
         values["pinned_ids"] = list(pinned)
-        return built(SlotRecord, values, _SLOT_FIELDS.copy())
+        return built(SlotRecord, values, fields.copy())
 
     def flat_state(self, state: int) -> StatePlan | None:
         """The plan of a flat slot's state (a name number), kept in :attr:`flat_states`."""

@@ -37,6 +37,18 @@ def _as_json(records: list[CkptMeta]) -> list[str]:
     return [r.model_dump_json(exclude=_NOT_KEPT) for r in records]  # type: ignore[arg-type]
 
 
+def _fields_sets(records: list[CkptMeta]) -> list[object]:
+    # What exclude_unset and model_copy go by: the fields each record says were set.
+    return [
+        (
+            r.model_fields_set,
+            {k: s.model_fields_set for k, s in r.slots.items()},
+            {k: (m.model_fields_set, m.usage.model_fields_set) for k, m in r.spend.items()},
+        )
+        for r in records
+    ]
+
+
 def _forms(path: Path) -> tuple[SqliteStore, str, str]:
     """Two sessions whose checkpoints take every form a lean row has."""
     store = SqliteStore(path)
@@ -110,6 +122,7 @@ def test_every_form_of_lean_row_lists_as_the_validated_read_gives(tmp_path: Path
         assert len(listed) == len(expected) > 1
         assert [r.ckpt_id for r in listed] == [r.ckpt_id for r in expected]
         assert _as_json(listed) == _as_json(expected)
+        assert _fields_sets(listed) == _fields_sets(expected)
         assert listed == [r.model_copy(update={"slots": r.slots}) for r in listed]
     both = store.list_checkpoints(None)
     assert {r.session_id for r in both} == {sid, other}
