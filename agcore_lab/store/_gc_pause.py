@@ -8,15 +8,16 @@ of the youngest generation after the read: ~40 ms at 10,000 checkpoints), then a
 middle generation, and counts them towards an early full collection — work that can find
 nothing, since the records hold no cycles.
 
-So :func:`paused_collector` keeps the collector off while the records are made and, when it
-switches it back on, moves every object the collector tracks into the oldest generation
-(``gc.freeze()`` then ``gc.unfreeze()``: two list splices, whatever the number of objects),
-where the records are scanned with the long-lived objects at the next full collection, as
-they would be once promoted. The one side effect: objects made just before the read (at most
-the young generations' few thousand) are promoted with them, so a garbage cycle among those
-is freed at the next full collection instead of a young one. Nothing is promoted when the
-collector was off already, or when the program froze objects itself (``gc.freeze``): their
-freeze is left as it is.
+So :func:`paused_collector` first collects the young generations (what they hold is small
+by design: a few thousand objects at most, under a millisecond), keeps the collector off while
+the records are made and, when it switches it back on, moves every object the collector
+tracks into the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``: two list splices,
+whatever the number of objects), where the records are scanned with the long-lived objects at
+the next full collection, as they would be once promoted. Because the young generations were
+collected first, what is promoted with the records is only what was made during the read (by
+it, or by another thread meanwhile): a garbage cycle made before a listing is not kept alive
+by it. Nothing is collected or promoted when the collector was off already, or when the
+program froze objects itself (``gc.freeze``): their freeze is left as it is.
 
 Nested and concurrent reads are safe: only the outermost one switches the collector back on.
 """
@@ -43,6 +44,8 @@ def paused_collector() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _was_enabled = gc.isenabled()
+            if _was_enabled and gc.get_freeze_count() == 0:
+                gc.collect(1)  # the young garbage, before what follows is promoted
             gc.disable()
         _depth += 1
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,23 @@ def test_a_listing_leaves_its_records_in_the_oldest_generation(
     parts = [record, record.__dict__, record.slots, record.slots["main"], record.spend]
     assert all(_oldest(part) for part in parts)  # no young collection will rescan them
     assert gc.get_count()[0] < 100  # and none is owed for them
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: object = self  # a cycle: only the collector frees it
+
+
+def test_a_garbage_cycle_made_before_a_listing_is_not_kept_alive_by_it(
+    lab: tuple[SqliteStore, str],
+) -> None:
+    store, sid = lab
+    gc.collect()
+    node = _Node()
+    gone = weakref.ref(node)
+    del node  # garbage now, in the youngest generation
+    store.list_checkpoints(sid)
+    assert gone() is None  # collected, not promoted with the records
 
 
 def test_a_collector_switched_off_stays_off_and_frozen_objects_stay_frozen(
