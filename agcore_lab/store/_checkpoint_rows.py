@@ -67,7 +67,6 @@ _SELECT = ", ".join(COLUMNS)
 _SOURCES = frozenset({"auto", "manual", "fork", "rollback"})
 # Each record owns a copy of its model's (full) fields set: model_fields_set hands it out.
 _CKPT_FIELDS = set(CkptMeta.model_fields)
-_SLOT_FIELDS = set(SlotRecord.model_fields)
 _SPEND_FIELDS = set(ModelSpend.model_fields)
 _TEXT, _INT, _NONE = str, int, type(None)
 # The column types of a row as insert_checkpoint writes it (one per optional column's two
