@@ -5,9 +5,11 @@ goal of issue 16:
 
 - **list_checkpoints of 10,000** (goal <= 30 ms): one session with real turns, then 10,000
   checkpoints of it (copies of a real one, written through the store's own insert). Timed:
-  ``Checkpointer.list_checkpoints`` (best of ``--repeats``); the floor is the raw SQL under
-  it (schema 11: the lean ``checkpoint_rows`` of the session by key, fetchall; the
-  ``checkpoints`` view that computes the old text columns is slower than that).
+  ``Checkpointer.list_checkpoints`` (best of ``--repeats``, the list freed inside the timing);
+  the floor is the raw SQL under it (schema 11: the lean ``checkpoint_rows`` of the session by
+  key, fetchall; the ``checkpoints`` view that computes the old text columns is slower than
+  that). Shown per record too: the CPU time of fetching its row, of building its record and
+  of freeing it.
   Shown too: the CPU time of both (steadier than wall time on a busy machine) beside the read
   of before issue 16 (a pydantic validation per row), one page (``limit=50``) from the middle
   (``before=``), ``to_dataframe`` beside ``pd.read_sql`` of the same rows, and (for
@@ -28,6 +30,7 @@ goal of issue 16:
   for information.
 
 Run: python bench/storage.py [--checkpoints 10000] [--sessions 1000] [--turns 1000]
+[--only listing] (one row; repeat --only for several)
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from agcore_lab.ids import new_id
 from agcore_lab.llm.usage import ModelSpend, Usage
 from agcore_lab.store._checkpoint_rows import COLUMNS, _validated
 from agcore_lab.store._checkpoints import insert_checkpoint
-from agcore_lab.store._sqlite_checkpoints import _LEAN_SELECT
+from agcore_lab.store._sqlite_checkpoint_reads import _LEAN_SELECT
 from agcore_lab.store.base import CkptMeta, SessionRecord
 
 LIST_GOAL_S = 0.030
@@ -78,6 +81,17 @@ def _best_cpu(action: Callable[[], object], repeats: int) -> float:
     for _ in range(repeats):
         start = time.process_time()
         action()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+def _freeing(make: Callable[[], list[Any]], repeats: int) -> float:
+    """The least CPU time of freeing what ``make`` returns (the timed listings free theirs)."""
+    times = []
+    for _ in range(repeats):
+        made = make()
+        start = time.process_time()
+        del made
         times.append(time.process_time() - start)
     return min(times)
 
@@ -136,6 +150,7 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
     cpu = _best_cpu(lambda: checkpointer.list_checkpoints_sync(sid), repeats)
     cpu_floor = _best_cpu(raw, repeats)
     cpu_before = _best_cpu(validated, max(2, repeats // 2))
+    freeing = _freeing(lambda: checkpointer.list_checkpoints_sync(sid), repeats)
     middle = listed[count // 2].ckpt_id
     page = _best(lambda: checkpointer.list_checkpoints_sync(sid, limit=50, before=middle), repeats)
     varied = _best(lambda: checkpointer.list_checkpoints_sync(distinct), repeats)
@@ -161,6 +176,11 @@ def listing(directory: Path, count: int, repeats: int) -> bool:
         f"    (CPU time: {cpu * 1e3:.1f} ms; raw SQL {cpu_floor * 1e3:.1f} ms; the validated "
         f"read of before issue 16 {cpu_before * 1e3:.1f} ms, {cpu_before / cpu:.1f}x slower)"
     )
+    per = 1e6 / count
+    print(
+        f"    (per record, CPU: fetching its row {cpu_floor * per:.2f} us, building its record "
+        f"{(cpu - cpu_floor - freeing) * per:.2f} us, freeing it {freeing * per:.2f} us)"
+    )
     print(
         f"    (every row with its own slots, spend and created_at text: {varied * 1e3:.1f} ms, "
         f"CPU {varied_cpu * 1e3:.1f} ms; information: the copies above share those texts)"
@@ -183,8 +203,10 @@ def _distinct_session(
     start = template.created_at
     with store.transaction() as conn:
         for n in range(count - 1):
+            # A head made as a turn makes it (new_id), and totals that are the spend's: the
+            # one-slot, one-model row a turn writes.
             slots = {
-                slot_id: slot.model_copy(update={"head_node_id": f"msg_{n:012d}{slot_id}"})
+                slot_id: slot.model_copy(update={"head_node_id": new_id("msg")})
                 for slot_id, slot in template.slots.items()
             }
             spend = {
@@ -206,6 +228,9 @@ def _distinct_session(
                         "session_id": sid,
                         "turn_index": 21 + n,
                         "created_at": start + timedelta(microseconds=137 * n),
+                        "prompt_tokens": sum(s.usage.prompt_tokens for s in spend.values()),
+                        "completion_tokens": sum(s.usage.completion_tokens for s in spend.values()),
+                        "cost_usd": sum(s.cost for s in spend.values()),
                         "slots": slots,
                         "spend": spend,
                     }
@@ -354,17 +379,24 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--turns", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=("listing", "children", "storage"),
+        help="run only this row (repeat for several; default: every row)",
+    )
     args = parser.parse_args()
     if args.checkpoints < 100 or args.sessions < 100 or args.turns < 10:
         parser.error("at least 100 checkpoints, 100 sessions and 10 turns")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        results = [
-            listing(directory, args.checkpoints, args.repeats),
-            children(directory, args.sessions, args.repeats * 10),
-            storage(directory, args.turns),
-        ]
+        rows: dict[str, Callable[[], bool]] = {
+            "listing": lambda: listing(directory, args.checkpoints, args.repeats),
+            "children": lambda: children(directory, args.sessions, args.repeats * 10),
+            "storage": lambda: storage(directory, args.turns),
+        }
+        results = [run() for name, run in rows.items() if not args.only or name in args.only]
     passed = sum(results)
     print(
         f"{passed} of {len(results)} targets PASS: {_verdict(passed == len(results))} "

@@ -35,6 +35,7 @@ __all__ = [
     "slot_plan",
     "spend_plan",
     "stamp",
+    "state_fields",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -66,8 +67,8 @@ _STATE_KEYS = frozenset(
 )
 _USAGE_FIELDS = frozenset({"prompt_tokens", "completion_tokens", "requests"})
 
-# One slot of a plan: (slot id, the SlotRecord's values but pinned_ids, pinned ids).
-SlotPlan = tuple[tuple[str, dict[str, Any], tuple[str, ...]], ...]
+# One slot of a plan: (slot id, the SlotRecord's values, pinned ids, its fields set).
+SlotPlan = tuple[tuple[str, dict[str, Any], tuple[str, ...], set[str]], ...]
 # One model of a plan: (model name, its usage, its cost).
 SpendPlan = tuple[tuple[str, Usage, float], ...]
 
@@ -144,11 +145,22 @@ def checked_state(state: object) -> dict[str, Any]:
     }
 
 
+def state_fields(state: dict[str, Any]) -> set[str]:
+    """The fields set of a :class:`SlotRecord` validated from a stored slot state (a checked
+    one) with its ids and head: what a validated read sets (``updated_at`` is not stored)."""
+    return {"session_id", "slot_id", "head_node_id", *state}
+
+
 def slot_plan(
-    heads: dict[str, Any], session_id: str, states: dict[str, dict[str, Any]], read_at: datetime
+    heads: dict[str, Any],
+    session_id: str,
+    states: dict[str, dict[str, Any]],
+    read_at: datetime,
+    fields: dict[str, set[str]],
 ) -> SlotPlan | None:
     """The plan of one parsed ``slots_json`` (slot id -> [head node, state digest]) of
-    ``session_id``, or ``None`` when a head or state is not as written."""
+    ``session_id``, or ``None`` when a head or state is not as written. ``fields``: each
+    state's :func:`state_fields`."""
     plan = []
     for slot_id, pair in heads.items():
         if type(pair) is not list or len(pair) != 2:
@@ -158,13 +170,13 @@ def slot_plan(
         if state is None or not isinstance(head, _OPTIONAL_TEXT):
             return None
         values = state.copy()
-        pinned = values.pop("pinned_ids")
+        pinned = values["pinned_ids"]  # replaced by a list of its own per record, in place
         values["session_id"] = session_id
         values["slot_id"] = slot_id
         values["head_node_id"] = head
         # Not stored in a checkpoint: the time it is read, as a validated read gives.
         values["updated_at"] = read_at
-        plan.append((slot_id, values, pinned))
+        plan.append((slot_id, values, pinned, fields[digest]))
     return tuple(plan)
 
 

@@ -13,7 +13,6 @@ hand, damaged on disk) goes through full validation instead, which names what is
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -35,7 +34,9 @@ from agcore_lab.store._checkpoint_plans import (
     slot_plan,
     spend_plan,
     stamp,
+    state_fields,
 )
+from agcore_lab.store._gc_pause import paused_collector
 from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id as lean_latest_checkpoint_id
 from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
@@ -66,7 +67,6 @@ _SELECT = ", ".join(COLUMNS)
 _SOURCES = frozenset({"auto", "manual", "fork", "rollback"})
 # Each record owns a copy of its model's (full) fields set: model_fields_set hands it out.
 _CKPT_FIELDS = set(CkptMeta.model_fields)
-_SLOT_FIELDS = set(SlotRecord.model_fields)
 _SPEND_FIELDS = set(ModelSpend.model_fields)
 _TEXT, _INT, _NONE = str, int, type(None)
 # The column types of a row as insert_checkpoint writes it (one per optional column's two
@@ -173,6 +173,7 @@ class _Plans:
         self.read_at = utcnow()
         self.states: dict[str, dict[str, Any]] = {}  # as stored, for the validated path
         self._checked: dict[str, dict[str, Any]] = {}  # of those, the ones that pass
+        self._fields: dict[str, set[str]] = {}  # and the fields set each gives
         self._slots: tuple[Any, Any, SlotPlan | None] = (None, None, None)
         self._spend: tuple[Any, SpendPlan | None] = (None, None)
         self._time: tuple[Any, datetime | None] = (None, None)
@@ -192,6 +193,7 @@ class _Plans:
                 states[digest] = state
                 try:
                     self._checked[digest] = checked_state(state)
+                    self._fields[digest] = state_fields(state)
                 except Unchecked:
                     pass  # its checkpoints take the validated path, which names the problem
         return heads
@@ -203,7 +205,11 @@ class _Plans:
             return plan, False
         sid = row[0]
         heads = self.heads(row)
-        plan = slot_plan(heads, sid, self._checked, self.read_at) if type(sid) is str else None
+        plan = (
+            slot_plan(heads, sid, self._checked, self.read_at, self._fields)
+            if type(sid) is str
+            else None
+        )
         self._slots = (row[15], sid, plan)
         return plan, True
 
@@ -253,21 +259,16 @@ def read_checkpoints(
         if rows and type(rows[0]) is not tuple:
             rows = [tuple(r) for r in rows]  # another backend's row objects
     # Tens of thousands of small objects, none of them garbage: the cyclic collector would
-    # rescan them over and over while they are made (it doubled the time of a long listing).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    # rescan them over and over while they are made (see _gc_pause).
+    with paused_collector():
         return _records(conn, rows)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[CkptMeta]:
     plans = _Plans(conn)
     slot_plan_of, spend_plan_of, time_of = plans.slot_plan, plans.spend_plan, plans.time
     written, sources = _WRITTEN_TYPES, _SOURCES
-    ckpt_fields, slot_fields, spend_fields = _CKPT_FIELDS, _SLOT_FIELDS, _SPEND_FIELDS
+    ckpt_fields, spend_fields = _CKPT_FIELDS, _SPEND_FIELDS
     records = []
     for row in rows:
         record = None
@@ -277,12 +278,12 @@ def _records(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Ckpt
             when = time_of(row[4])
             if slots_of is not None and spend_of is not None and when is not None:
                 slots = {}
-                for slot_id, values, pinned in slots_of:
+                for slot_id, values, pinned, fields in slots_of:
                     # The first record of a plan takes its values (no user code runs before
                     # the read returns); the next ones copy them and get lists of their own.
                     own = values if fresh else values.copy()
                     own["pinned_ids"] = list(pinned)
-                    slots[slot_id] = built(SlotRecord, own, slot_fields.copy())
+                    slots[slot_id] = built(SlotRecord, own, fields.copy())
                 spend = {
                     model: built(ModelSpend, {"usage": usage, "cost": spent}, spend_fields.copy())
                     for model, usage, spent in spend_of

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["frame_columns", "render_ids"]
+__all__ = ["frame_columns", "head_ids", "parent_ids", "render_ids"]
 
 _SOURCE_NAMES = {0: "auto", 1: "manual", 2: "fork", 3: "rollback"}
 _SELECT = (
@@ -134,6 +134,49 @@ def _parents(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) 
         parent_tails = np.fromiter((t for t in tails if t is not None), dtype=np.int64)
         shown[has] = render_ids(key[has] - offsets, parent_tails, "ckpt")
     return shown
+
+
+def _given(
+    values: tuple[Any, ...], tails: tuple[Any, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where both ``values`` and ``tails`` are given (not ``NULL``), and those of them as
+    integers: a column at a time."""
+    import numpy as np
+
+    shown, tail = np.array(values, dtype=object), np.array(tails, dtype=object)
+    null = np.array(None, dtype=object)
+    given = np.not_equal(shown, null) & np.not_equal(tail, null)
+    return given, shown[given].astype(np.int64), tail[given].astype(np.int64)
+
+
+def parent_ids(key: np.ndarray, parents: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
+    """Each row's parent checkpoint id: ``None`` where its offset or its tail is ``NULL``."""
+    import numpy as np
+
+    given, offsets, parent_tails = _given(parents, tails)
+    shown = np.full(len(key), None, dtype=object)
+    if len(offsets):
+        shown[given] = render_ids(key[given] - offsets, parent_tails, "ckpt")
+    listed: list[Any] = shown.tolist()
+    return listed
+
+
+def head_ids(key: np.ndarray, heads: tuple[Any, ...], tails: tuple[Any, ...]) -> list[Any]:
+    """Each row's flat slot head (a message or link node id): ``None`` where its offset or
+    its tail is ``NULL``."""
+    import numpy as np
+
+    given, offsets, head_tails = _given(heads, tails)
+    shown = np.full(len(key), None, dtype=object)
+    if len(offsets):
+        nodes = key[given] - offsets
+        texts = render_ids(nodes, head_tails & 0xFFFFF, "msg")
+        links = head_tails >= 1 << 20
+        if links.any():
+            texts[links] = render_ids(nodes[links], head_tails[links] & 0xFFFFF, "node")
+        shown[given] = texts
+    listed: list[Any] = shown.tolist()
+    return listed
 
 
 def _times(key: np.ndarray, created: tuple[Any, ...], texts: tuple[Any, ...]) -> pd.DatetimeIndex:

@@ -15,7 +15,6 @@ Every write goes through :func:`write_checkpoint` with a row in the old columns
 
 from __future__ import annotations
 
-import gc
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -24,7 +23,6 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from agcore_lab.store._lean_frame import shaped_rows
 from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, split_id
 
 __all__ = [
@@ -32,7 +30,6 @@ __all__ = [
     "checkpoint_key",
     "clear_checkpoints",
     "ids_of_session",
-    "old_rows",
     "latest_checkpoint_id",
     "write_checkpoint",
 ]
@@ -343,111 +340,6 @@ def ids_of_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
         "SELECT ckpt, tail FROM checkpoint_rows WHERE session = ?", (session,)
     ).fetchall()
     return [render(key, tail, CKPT) for key, tail in rows]
-
-
-_LEAN_SELECT = (
-    "SELECT c.ckpt, c.tail, s.session_id, c.parent, c.parent_tail, c.turn_index, c.created, "
-    "c.created_text, c.label, c.source, c.message_count, c.prompt_tokens, c.completion_tokens, "
-    "c.cost_usd, c.agent, c.current_slot, c.last_summary_turn, c.memory_version, c.head, "
-    "c.head_tail, c.state, c.model, c.requests, c.slots_json, c.spend_json, c.pending_json "
-    "FROM checkpoint_rows c JOIN session_keys s ON s.key = c.session"
-)
-_OLD_SELECT = (
-    "SELECT session_id, ckpt_id, parent_ckpt_id, turn_index, created_at, label, source, "
-    "message_count, prompt_tokens, completion_tokens, cost_usd, agent_name, current_slot_id, "
-    "last_summary_turn, memory_version, slots_json, spend_json, pending_json "
-    "FROM checkpoints_keyed"
-)
-_SOURCE_NAMES = {code: name for name, code in SOURCES.items()}
-
-
-def old_rows(
-    conn: sqlite3.Connection,
-    session_id: str | None,
-    before: str | int | None,
-    limit: int | None,
-    ckpt_id: str | None = None,
-) -> list[tuple[Any, ...]]:
-    """Checkpoint rows in the old columns (``_checkpoint_rows.COLUMNS``), newest first: of
-    one session (or all), older than ``before``, at most ``limit`` — or the one ``ckpt_id``.
-
-    The lean rows are read by their keys (the session index, rowid order) and their text
-    columns written here; only while some checkpoint id is kept as text does the view read
-    them, in text order, as the old table did.
-    """
-    if conn.execute("SELECT 1 FROM checkpoint_ids LIMIT 1").fetchone() is not None:
-        return _view_rows(conn, session_id, before, limit, ckpt_id)
-    conditions: list[str] = ["1 = 1"]
-    params: list[Any] = []
-    if ckpt_id is not None:
-        pair = split_id(ckpt_id, CKPT)
-        if pair is None:
-            return []
-        conditions.append("c.ckpt = ? AND c.tail = ?")
-        params.extend(pair)
-    if session_id:
-        session = session_key(conn, session_id, create=False)
-        if session is None:
-            return []
-        conditions.append("c.session = ?")
-        params.append(session)
-    if isinstance(before, str):
-        pair = split_id(before, CKPT)
-        if pair is None:  # compared as text with ids of another form: the view decides
-            return _view_rows(conn, session_id, before, limit, ckpt_id)
-        conditions.append("(c.ckpt < ? OR (c.ckpt = ? AND c.tail < ?))")
-        params.extend((pair[0], pair[0], pair[1]))
-    elif isinstance(before, int):
-        conditions.append("c.turn_index < ?")
-        params.append(before)
-    sql = f"{_LEAN_SELECT} WHERE {' AND '.join(conditions)} ORDER BY c.ckpt DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    # Tens of thousands of tuples, none of them garbage: the cyclic collector would rescan
-    # them while they are made (as in ``_checkpoint_rows.read_checkpoints``).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        rows = conn.execute(sql, params).fetchall()
-        if not rows:
-            return []
-        names = dict(conn.execute("SELECT key, name FROM names").fetchall())
-        return shaped_rows(rows, names)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _view_rows(
-    conn: sqlite3.Connection,
-    session_id: str | None,
-    before: str | int | None,
-    limit: int | None,
-    ckpt_id: str | None,
-) -> list[tuple[Any, ...]]:
-    conditions: list[str] = ["1 = 1"]
-    params: list[Any] = []
-    if ckpt_id is not None:
-        key = checkpoint_key(conn, ckpt_id)
-        if key is None:
-            return []
-        conditions.append("ckpt_key = ? AND ckpt_id = ?")
-        params.extend((key, ckpt_id))
-    if session_id:
-        conditions.append("session_key = ?")
-        params.append(session_key(conn, session_id, create=False) or 0)
-    if isinstance(before, str):
-        conditions.append("ckpt_id < ?")
-        params.append(before)
-    elif isinstance(before, int):
-        conditions.append("turn_index < ?")
-        params.append(before)
-    sql = f"{_OLD_SELECT} WHERE {' AND '.join(conditions)} ORDER BY ckpt_id DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    return [tuple(r) for r in conn.execute(sql, params).fetchall()]
 
 
 def clear_checkpoints(conn: sqlite3.Connection, session_id: str, ckpt_ids: Any) -> int:

@@ -53,6 +53,7 @@ from agcore_lab.store._checkpoints import (
 )
 from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
+from agcore_lab.store._lean_listing import list_checkpoints as list_lean_checkpoints
 from agcore_lab.store._memory import (
     delete_memory,
     latest_version,
@@ -71,7 +72,7 @@ from agcore_lab.store._sessions import (
 from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
 )
-from agcore_lab.store._sqlite_checkpoints import old_rows
+from agcore_lab.store._sqlite_checkpoint_reads import old_rows
 from agcore_lab.store._sqlite_errors import (
     decoding,
 )
@@ -379,16 +380,7 @@ class SqliteStore(PendingOperations):
         def read(conn: Any) -> list[CkptMeta]:
             if _postgres(conn):
                 return read_checkpoints(conn, where, params, limit)
-            # The collector stays off from the rows to the records (as read_checkpoints keeps
-            # it off): let on between them, it rescans every row just made, none garbage.
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                rows = old_rows(conn, session_id, before, limit)
-                return read_checkpoints(conn, where, params, limit, rows=rows)
-            finally:
-                if collecting:
-                    gc.enable()
+            return list_lean_checkpoints(conn, session_id, before, limit)
 
         return self._locked_read(read, "checkpoints", session_id)
 

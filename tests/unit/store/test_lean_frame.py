@@ -96,7 +96,7 @@ def test_rare_rows_are_shown_as_the_view_shows_them(tmp_path: Path) -> None:
 def test_listed_rows_built_by_column_are_the_rows_of_the_view(tmp_path: Path) -> None:
     # Every form a lean row takes: heads that are messages, links or none, times with and
     # without microseconds, roots; the rows the listing reads are the view's, value for value.
-    from agcore_lab.store._sqlite_checkpoints import _view_rows, old_rows
+    from agcore_lab.store._sqlite_checkpoint_reads import old_rows, view_rows
 
     manager, store, sid, _ = _lab(tmp_path / "lab.db")
     template = store.list_checkpoints(sid, limit=1)[0]
@@ -124,7 +124,7 @@ def test_listed_rows_built_by_column_are_the_rows_of_the_view(tmp_path: Path) ->
     flat = conn.execute("SELECT count(*) FROM checkpoint_rows WHERE state IS NOT NULL")
     assert flat.fetchone()[0] >= 9  # the slots are in flat columns, so rebuilt here
     listed = old_rows(conn, sid, None, None)
-    assert listed == _view_rows(conn, sid, None, None, None)
+    assert listed == view_rows(conn, sid, None, None, None)
     shown = "\n".join(str(row[15]) for row in listed)
     assert all(h in shown for h in heads if h) and '[null,"' in shown
     assert any(row[4].endswith(":00+00:00") for row in listed)  # no microseconds written
