@@ -125,7 +125,12 @@ class TurnLease:
 
 @contextlib.asynccontextmanager
 async def turn_lease(
-    store: AsyncStore, session_id: str, *, ttl: float, wait: float = 0.0
+    store: AsyncStore,
+    session_id: str,
+    *,
+    ttl: float,
+    wait: float = 0.0,
+    held: tuple[str, int, float] | None = None,
 ) -> AsyncIterator[TurnLease]:
     """Hold the session's turn lease for the block; yields a :class:`TurnLease`.
 
@@ -134,14 +139,19 @@ async def turn_lease(
         session_id: The session.
         ttl: Lease lifetime in seconds (renewed while the block runs).
         wait: Seconds to keep trying while another holder has it (0: fail at once).
+        held: A lease this process took already, in the write that created the session:
+            ``(holder, the session's version then, its deadline on the monotonic clock)``.
+            Used as it is (no write) while at least half its lifetime is left, since no
+            other writer can have changed the session meanwhile; taken again otherwise.
 
     Raises:
         SessionBusyError: Another holder kept the lease for longer than ``wait``.
     """
-    holder = new_holder()
+    holder = held[0] if held is not None else new_holder()
     deadline = time.monotonic() + max(0.0, wait)
     delay = 0.01
-    while True:
+    fresh = held is not None and held[2] - time.monotonic() >= ttl / 2
+    while not fresh:
         try:
             lease = TurnLease(holder, await store.aacquire_lease(session_id, holder, ttl=ttl))
             break
@@ -150,6 +160,9 @@ async def turn_lease(
                 raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
+    else:
+        assert held is not None
+        lease = TurnLease(holder, held[1])
     try:
         # Once a write released the lease there is nothing left to renew.
         # Renewed from a thread of its own (a turn may block the loop): the sync store.

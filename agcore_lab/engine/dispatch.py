@@ -128,38 +128,71 @@ class Dispatcher:
         """A child's memory (values by key), read from the store."""
         return {e.key: e.value for e in self.store.memory_entries(child_id)}
 
+    async def _inherited(self, parent_id: str, config: DispatchConfig) -> list[MemoryEntry]:
+        parent = await self._host.get_or_recover(parent_id)
+        if not config.inherit_session_memory or config.bridge_keys is None:
+            return []
+        wanted = set(config.bridge_keys)
+        return [
+            e
+            for e in parent.session_memory.list_entries()  # the snapshot, taken now
+            if (not wanted or e.key in wanted) and not e.key.startswith("shared:")
+        ]
+
+    @staticmethod
+    def _told(sub_agent: Agent, inherited: list[MemoryEntry]) -> Agent:
+        # The bridged keys, stated in the child's system prompt.
+        if not inherited:
+            return sub_agent
+        facts = "\n".join(
+            f"- {e.key}: {json.dumps(e.value, ensure_ascii=False)}" for e in inherited
+        )
+        intro = "From the session that gave you this task:"
+        prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
+        return dataclasses.replace(sub_agent, system_prompt=prompt)
+
+    def _note(self, parent_id: str, config: DispatchConfig) -> dict[str, JsonValue]:
+        # The shared-memory note, stored with the child (one write, not two).
+        namespace = self._shared(parent_id, config).namespace
+        return {SHARED_KEY: {"parent_id": parent_id, "namespace": namespace}}
+
+    @staticmethod
+    def _bridge(child: AgentSession, parent_id: str, inherited: list[MemoryEntry]) -> None:
+        for entry in inherited:
+            child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
+
     async def _spawn(
         self, parent_id: str, sub_agent: Agent, config: DispatchConfig, *, stream: bool = False
     ) -> AgentSession:
-        parent = await self._host.get_or_recover(parent_id)
-        shared = self._shared(parent_id, config)
-        inherited: list[MemoryEntry] = []
-        if config.inherit_session_memory and config.bridge_keys is not None:
-            wanted = set(config.bridge_keys)
-            inherited = [
-                e
-                for e in parent.session_memory.list_entries()  # the snapshot, taken now
-                if (not wanted or e.key in wanted) and not e.key.startswith("shared:")
-            ]
-        agent = sub_agent
-        if inherited:
-            facts = "\n".join(
-                f"- {e.key}: {json.dumps(e.value, ensure_ascii=False)}" for e in inherited
-            )
-            intro = "From the session that gave you this task:"
-            prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
-            agent = dataclasses.replace(sub_agent, system_prompt=prompt)
-        # The shared-memory note is stored with the child (one write, not two).
+        inherited = await self._inherited(parent_id, config)
         child_id = await self._host.create_child(
             parent_id,
-            agent,
+            self._told(sub_agent, inherited),
             defer_checkpoint=stream,
-            metadata={SHARED_KEY: {"parent_id": parent_id, "namespace": shared.namespace}},
+            metadata=self._note(parent_id, config),
         )
         child = await self._host.get_or_recover(child_id)
-        for entry in inherited:
-            child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
+        self._bridge(child, parent_id, inherited)
         return child
+
+    async def _spawn_all(
+        self, parent_id: str, tasks: Sequence[tuple[Agent, str]], config: DispatchConfig
+    ) -> list[AgentSession]:
+        # Every child of a dispatch_all in one write, with its start checkpoint and the lease
+        # of its turn (see AgentSession's reservation): a child's turn then starts without a
+        # write, and the memory snapshot is the parent's at dispatch time for all of them.
+        inherited = await self._inherited(parent_id, config)
+        note = self._note(parent_id, config)
+        ids = await self._host.create_children(
+            parent_id,
+            [self._told(agent, inherited) for agent, _ in tasks],
+            metadata=[note] * len(tasks),
+            reserve=True,
+        )
+        children = [await self._host.get_or_recover(child_id) for child_id in ids]
+        for child in children:
+            self._bridge(child, parent_id, inherited)
+        return children
 
     @staticmethod
     def _summary_with_commit(child: AgentSession, written: list[str]) -> TurnMemory:
@@ -219,6 +252,12 @@ class Dispatcher:
         child = await self._spawn(parent_id, sub_agent, config)
         if on_child is not None:
             on_child(child.session_id)
+        return await self._run(child, parent_id, task, config)
+
+    async def _run(
+        self, child: AgentSession, parent_id: str, task: str, config: DispatchConfig
+    ) -> SubTaskResult:
+        # The task as the child's one turn (dispatch, and each child of dispatch_all).
         log_op(
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
@@ -295,34 +334,29 @@ class Dispatcher:
             if on_progress is not None:
                 on_progress(progress)
 
-        async def one(index: int, agent: Agent, task: str) -> SubTaskResult | SubTaskError:
+        children: list[AgentSession] = []
+
+        async def one(index: int, task: str) -> SubTaskResult | SubTaskError:
             async with gate:
                 progress.waiting -= 1
                 progress.running += 1
                 progress.peak_running = max(progress.peak_running, progress.running)
                 progress.statuses[index] = "running"
                 report()
-
-                def spawned(child_id: str) -> None:  # watchers see the child while it runs
-                    progress.child_ids[index] = child_id
-                    report()
-
                 try:
-                    result: SubTaskResult | SubTaskError = await self.dispatch(
-                        parent_id, agent, task, config, on_child=spawned
+                    result: SubTaskResult | SubTaskError = await self._run(
+                        children[index], parent_id, task, config
                     )
-                    progress.child_ids[index] = result.child_id
                     progress.done += 1
                     progress.statuses[index] = "completed"
                 except SubTaskError as exc:
                     result = exc
-                    progress.child_ids[index] = exc.child_id
                     progress.failed += 1
                     progress.statuses[index] = exc.status
-                except Exception as exc:  # before a child existed (e.g. unknown parent)
+                except Exception as exc:  # outside the child's turn (e.g. its summary write)
                     result = SubTaskError(
                         f"sub-task failed: {exc!r}",
-                        child_id=None,
+                        child_id=children[index].session_id,
                         task=task,
                         status="failed",
                         error=exc,
@@ -334,18 +368,50 @@ class Dispatcher:
                     report()
                 return result
 
-        jobs = [asyncio.ensure_future(one(i, a, t)) for i, (a, t) in enumerate(tasks)]
+        jobs: list[asyncio.Future[SubTaskResult | SubTaskError]] = []
         try:
+            try:
+                children = await self._spawn_all(parent_id, tasks, config)
+            except Exception as exc:  # before any child existed (e.g. an unknown parent)
+                return self._none_spawned(progress, tasks, exc, report)
+            # Every child exists from here on: the next report names them all.
+            progress.child_ids = [child.session_id for child in children]
+            jobs = [asyncio.ensure_future(one(i, t)) for i, (_, t) in enumerate(tasks)]
             return list(await asyncio.gather(*jobs))
         except asyncio.CancelledError:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
-            for index, status in enumerate(progress.statuses):
-                if status in ("waiting", "running"):
-                    progress.statuses[index] = "cancelled"
+            self._cancelled(progress, children)
             report()
             raise
+
+    def _cancelled(self, progress: DispatchProgress, children: Sequence[AgentSession]) -> None:
+        # A child that never ran is marked too (the mark gives its reserved lease up).
+        for index, status in enumerate(progress.statuses):
+            if status == "waiting" and index < len(children):
+                self._mark(children[index], "cancelled")
+            if status in ("waiting", "running"):
+                progress.statuses[index] = "cancelled"
+
+    @staticmethod
+    def _none_spawned(
+        progress: DispatchProgress,
+        tasks: Sequence[tuple[Agent, str]],
+        exc: Exception,
+        report: Callable[[], None],
+    ) -> list[SubTaskResult | SubTaskError]:
+        # Each task fails as it did when it found no parent by itself.
+        results: list[SubTaskResult | SubTaskError] = [
+            SubTaskError(
+                f"sub-task failed: {exc!r}", child_id=None, task=task, status="failed", error=exc
+            )
+            for _, task in tasks
+        ]
+        progress.waiting, progress.failed = 0, len(tasks)
+        progress.statuses = ["failed"] * len(tasks)
+        report()
+        return results
 
     async def dispatch_stream(
         self,

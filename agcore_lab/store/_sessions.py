@@ -29,6 +29,7 @@ __all__ = [
     "release_lease",
     "renew_lease",
     "session_from_row",
+    "session_values",
     "stored_version",
     "update_session",
 ]
@@ -68,6 +69,10 @@ def _values(r: SessionRecord) -> tuple[Any, ...]:
         _SPEND.dump_json(r.spend).decode(),
         compact(r.metadata),
     )
+
+
+session_values = _values
+"""The ``sessions`` row of a record, in :data:`SESSION_COLUMNS` order."""
 
 
 def session_from_row(row: sqlite3.Row) -> SessionRecord:

@@ -62,6 +62,7 @@ from agcore_lab.store._memory import (
     read_memory,
     write_memory,
 )
+from agcore_lab.store._session_batch import insert_sessions
 from agcore_lab.store._sessions import (
     acquire_lease,
     check_writable,
@@ -90,7 +91,7 @@ from agcore_lab.store.base import (
 from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
-    pass
+    from agcore_lab.store.roles.sessions import NewSession
 
 __all__ = ["SqliteStore"]
 
@@ -165,6 +166,19 @@ class SqliteStore(PendingOperations):
                     self._origin,
                     ckpt_id=checkpoint.ckpt_id,
                 )
+
+    def create_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        """Insert many new sessions (each with its first slots and checkpoint) in one
+        transaction, taking their turn leases for ``lease_holder`` when given; ``ConflictError``
+        — and nothing written — if an id is taken or given twice."""
+        if not sessions:
+            return
+        with self._write(sessions=[s.record.session_id for s in sessions]) as conn:
+            insert_sessions(
+                conn, sessions, self._origin, lease_holder=lease_holder, ttl=ttl, now=utcnow()
+            )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Store,
     )
     from agcore_lab.store.pending import PendingToolCall
+    from agcore_lab.store.roles.sessions import NewSession
 
 __all__ = ["ThreadedAsyncStore", "as_async"]
 
@@ -124,6 +125,13 @@ class ThreadedAsyncStore:
     ) -> None:
         return await self._run(
             self._store.create_session, record, slots=slots, checkpoint=checkpoint
+        )
+
+    async def acreate_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        return await self._run(
+            self._store.create_sessions, sessions, lease_holder=lease_holder, ttl=ttl
         )
 
     async def aget_session(self, session_id: str) -> SessionRecord | None:
