@@ -43,6 +43,7 @@ from agcore_lab.agent.events import TurnDone, TurnEvent
 from agcore_lab.agent.turn import TurnDraft
 from agcore_lab.agent.turn_commit import MemoryWrites, TurnMemory
 from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.engine.dispatch_all import DispatchRun
 from agcore_lab.engine.dispatch_types import (
     _CURRENT_SHARED,
     ChildCreated,
@@ -175,18 +176,20 @@ class Dispatcher:
         self._bridge(child, parent_id, inherited)
         return child
 
-    async def _spawn_all(
-        self, parent_id: str, tasks: Sequence[tuple[Agent, str]], config: DispatchConfig
+    async def _create_batch(
+        self,
+        parent_id: str,
+        agents: Sequence[Agent],
+        inherited: list[MemoryEntry],
+        config: DispatchConfig,
     ) -> list[AgentSession]:
-        # Every child of a dispatch_all in one write, with its start checkpoint and the lease
-        # of its turn (see AgentSession's reservation): a child's turn then starts without a
-        # write, and the memory snapshot is the parent's at dispatch time for all of them.
-        inherited = await self._inherited(parent_id, config)
+        # Children of a dispatch_all admitted together: one write, with their start
+        # checkpoints and their turns' leases (see DispatchRun).
         note = self._note(parent_id, config)
         ids = await self._host.create_children(
             parent_id,
-            [self._told(agent, inherited) for agent, _ in tasks],
-            metadata=[note] * len(tasks),
+            [self._told(agent, inherited) for agent in agents],
+            metadata=[note] * len(agents),
             reserve=True,
         )
         children = [await self._host.get_or_recover(child_id) for child_id in ids]
@@ -321,97 +324,9 @@ class Dispatcher:
         config = config or DispatchConfig()
         if isinstance(tasks, str | bytes) or not all(len(t) == 2 for t in tasks):
             raise InvalidInputError("tasks are (sub_agent, task_text) pairs")
-        progress = DispatchProgress(
-            total=len(tasks),
-            waiting=len(tasks),
-            child_ids=[None] * len(tasks),
-            statuses=["waiting"] * len(tasks),
-        )
-        self.last_dispatch = progress
-        gate = asyncio.Semaphore(config.max_concurrency)
-
-        def report() -> None:
-            if on_progress is not None:
-                on_progress(progress)
-
-        children: list[AgentSession] = []
-
-        async def one(index: int, task: str) -> SubTaskResult | SubTaskError:
-            async with gate:
-                progress.waiting -= 1
-                progress.running += 1
-                progress.peak_running = max(progress.peak_running, progress.running)
-                progress.statuses[index] = "running"
-                report()
-                try:
-                    result: SubTaskResult | SubTaskError = await self._run(
-                        children[index], parent_id, task, config
-                    )
-                    progress.done += 1
-                    progress.statuses[index] = "completed"
-                except SubTaskError as exc:
-                    result = exc
-                    progress.failed += 1
-                    progress.statuses[index] = exc.status
-                except Exception as exc:  # outside the child's turn (e.g. its summary write)
-                    result = SubTaskError(
-                        f"sub-task failed: {exc!r}",
-                        child_id=children[index].session_id,
-                        task=task,
-                        status="failed",
-                        error=exc,
-                    )
-                    progress.failed += 1
-                    progress.statuses[index] = "failed"
-                finally:
-                    progress.running -= 1
-                    report()
-                return result
-
-        jobs: list[asyncio.Future[SubTaskResult | SubTaskError]] = []
-        try:
-            try:
-                children = await self._spawn_all(parent_id, tasks, config)
-            except Exception as exc:  # before any child existed (e.g. an unknown parent)
-                return self._none_spawned(progress, tasks, exc, report)
-            # Every child exists from here on: the next report names them all.
-            progress.child_ids = [child.session_id for child in children]
-            jobs = [asyncio.ensure_future(one(i, t)) for i, (_, t) in enumerate(tasks)]
-            return list(await asyncio.gather(*jobs))
-        except asyncio.CancelledError:
-            for job in jobs:
-                job.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
-            self._cancelled(progress, children)
-            report()
-            raise
-
-    def _cancelled(self, progress: DispatchProgress, children: Sequence[AgentSession]) -> None:
-        # A child that never ran is marked too (the mark gives its reserved lease up).
-        for index, status in enumerate(progress.statuses):
-            if status == "waiting" and index < len(children):
-                self._mark(children[index], "cancelled")
-            if status in ("waiting", "running"):
-                progress.statuses[index] = "cancelled"
-
-    @staticmethod
-    def _none_spawned(
-        progress: DispatchProgress,
-        tasks: Sequence[tuple[Agent, str]],
-        exc: Exception,
-        report: Callable[[], None],
-    ) -> list[SubTaskResult | SubTaskError]:
-        # Each task fails as it did when it found no parent by itself.
-        results: list[SubTaskResult | SubTaskError] = [
-            SubTaskError(
-                f"sub-task failed: {exc!r}", child_id=None, task=task, status="failed", error=exc
-            )
-            for _, task in tasks
-        ]
-        progress.waiting, progress.failed = 0, len(tasks)
-        progress.statuses = ["failed"] * len(tasks)
-        report()
-        return results
+        run = DispatchRun(self, parent_id, tasks, config, on_progress)
+        self.last_dispatch = run.progress
+        return await run.run()
 
     async def dispatch_stream(
         self,

@@ -15,7 +15,7 @@ waited is not written at all (as a cancelled turn writes nothing).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CommitGroup"]
@@ -27,18 +27,14 @@ class CommitGroup:
     """Collects ``commit`` calls per event loop and writes each iteration's in one go.
 
     Args:
-        commit: The store's ``commit`` (a group of one is written with it).
-        commit_many: The store's ``commit_many``.
+        store: A store with ``commit`` (a group of one is written with it) and
+            ``commit_many`` (looked up at each write).
     """
 
-    __slots__ = ("_commit", "_commit_many", "_waiting")
+    __slots__ = ("_store", "_waiting")
 
-    def __init__(
-        self,
-        commit: Callable[..., int],
-        commit_many: Callable[[Sequence[tuple[Any, dict[str, Any]]]], list[Any]],
-    ) -> None:
-        self._commit, self._commit_many = commit, commit_many
+    def __init__(self, store: Any) -> None:
+        self._store = store
         self._waiting: dict[asyncio.AbstractEventLoop, list[_Item]] = {}
 
     async def commit(self, session: Any, parts: dict[str, Any]) -> int:
@@ -59,9 +55,9 @@ class CommitGroup:
         try:
             if len(group) == 1:
                 session, parts, _ = group[0]
-                results: list[Any] = [_outcome(self._commit, session, parts)]
+                results: list[Any] = [_outcome(self._store.commit, session, parts)]
             else:
-                results = self._commit_many([(session, parts) for session, parts, _ in group])
+                results = self._store.commit_many([(session, parts) for session, parts, _ in group])
         except Exception as exc:  # the group's transaction failed: every commit with it
             results = [exc] * len(group)
         except BaseException:

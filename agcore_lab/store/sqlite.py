@@ -57,6 +57,7 @@ from agcore_lab.store._checkpoints import (
 from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._memory import (
+    append_memory,
     delete_memory,
     latest_version,
     read_memory,
@@ -71,6 +72,7 @@ from agcore_lab.store._sessions import (
     session_from_row,
     stored_version,
     update_session,
+    update_session_leased,
 )
 from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
@@ -305,9 +307,9 @@ class SqliteStore(PendingOperations):
         encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
-            version = update_session(conn, session, holder=lease_holder, now=utcnow())
-            if release_lease and lease_holder is not None:
-                release_lease_row(conn, sid, lease_holder)
+            version = update_session_leased(
+                conn, session, holder=lease_holder, now=utcnow(), release=release_lease
+            )
             renamed = insert_chain(conn, sid, messages, links)
             if calls:
                 insert_calls(conn, calls, home_parents(links, renamed))
@@ -317,15 +319,18 @@ class SqliteStore(PendingOperations):
                 UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
             log_change(conn, sid, change, self._origin)
+            memory_at = None
             if checkpoint is not None:  # its parent and memory version, read in this write
                 latest = latest_checkpoint_id(conn, sid)
-                read = {"parent_ckpt_id": latest, "memory_version": latest_version(conn, sid)}
+                memory_at = latest_version(conn, sid)
+                read = {"parent_ckpt_id": latest, "memory_version": memory_at}
                 insert_checkpoint(conn, checkpoint.model_copy(update=read))
                 log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
             if encoded:
                 now = _ts(utcnow())
+                at = latest_version(conn, sid) if memory_at is None else memory_at
                 for key, value_json, metadata_json in encoded:
-                    write_memory(conn, sid, key, value_json, metadata_json, now)
+                    at = append_memory(conn, sid, key, value_json, metadata_json, now, after=at)
             return version
 
     def commit_many(self, commits: Sequence[tuple[SessionRecord, dict[str, Any]]]) -> list[Any]:

@@ -96,8 +96,8 @@ class ThreadedAsyncStore:
         self._store, self.hop, self._executor = store, hop, executor
         # Commits on the loop (no hop) are grouped per loop iteration when the store can
         # write several in one transaction (see agcore_lab.store._commit_group).
-        many = getattr(store, "commit_many", None)
-        self._group = CommitGroup(store.commit, many) if many is not None and not hop else None
+        many = getattr(store, "commit_many", None) is not None
+        self._group = CommitGroup(store) if many and not hop else None
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self._store!r}, hop={self.hop})"
