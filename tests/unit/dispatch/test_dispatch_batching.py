@@ -1,0 +1,136 @@
+"""Children created together: ``create_children`` (one write, turn leases reserved in it) and
+what ``dispatch_all`` does with it — leases, late turns, cancellation between creation and
+turn."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from agcore_lab import (
+    Agent,
+    DispatchConfig,
+    InvalidInputError,
+    RuntimeBundle,
+    ScriptedModel,
+    SessionBusyError,
+    SessionManager,
+    SessionNotFoundError,
+    SqliteStore,
+)
+from agcore_lab.aio import run_sync
+
+
+def _manager(tmp_path: Path, **bundle: float) -> tuple[SessionManager, str]:
+    store = SqliteStore(tmp_path / "b.db")
+    manager = SessionManager(bundle=RuntimeBundle(store=store, **bundle))  # type: ignore[arg-type]
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    return manager, lead
+
+
+def _lease(manager: SessionManager, sid: str) -> object:
+    row = manager.store.connection.execute(  # type: ignore[attr-defined]
+        "SELECT lease_holder FROM sessions WHERE session_id = ?", (sid,)
+    ).fetchone()
+    return row[0]
+
+
+def _statements(manager: SessionManager) -> list[str]:
+    statements: list[str] = []
+    manager.store.connection.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    return statements
+
+
+def test_children_made_together_are_each_as_create_child_makes_one(tmp_path: Path) -> None:
+    manager, lead = _manager(tmp_path)
+    events: list[tuple[str, str]] = []
+    manager.add_listener(lambda e: events.append((e.kind, e.session_id)))
+    worker = Agent(name="w", model=ScriptedModel(["one", "two"]))
+    kids = manager.create_children_sync(lead, [worker, worker], metadata=[{"n": 1}, {"n": 2}])
+    assert manager.children_sync(lead) == kids
+    for n, kid in enumerate(kids, start=1):
+        record = manager.store.get_session(kid)
+        assert record is not None and record.parent_id == lead and record.metadata == {"n": n}
+        (start,) = manager.checkpointer.list_checkpoints_sync(kid)
+        assert (start.label, start.turn_index) == ("start", 0)
+        assert manager.live(kid) is not None
+        assert _lease(manager, kid) is None  # not reserved unless asked
+    assert [kind for kind, sid in events if sid in kids] == ["created"] * 2 + ["checkpoint"] * 2
+    assert manager.submit_turn_sync(kids[0], "go").reply == "one"
+
+
+def test_bad_calls_make_no_child(tmp_path: Path) -> None:
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel())
+    with pytest.raises(InvalidInputError, match="one per agent"):
+        manager.create_children_sync(lead, [worker, worker], metadata=[{}])
+    with pytest.raises(SessionNotFoundError):
+        manager.create_children_sync("ses_nope", [worker])
+    assert manager.children_sync(lead) == [] and len(manager.store.list_sessions()) == 1
+
+
+def test_a_reserved_child_is_refused_to_others_until_its_turn_or_a_write_of_its_own(
+    tmp_path: Path,
+) -> None:
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel(["done"]))
+    one, two = run_sync(manager.create_children(lead, [worker, worker], reserve=True))
+    other = SqliteStore(tmp_path / "b.db")  # another process's view of the file
+    for kid in (one, two):
+        with pytest.raises(SessionBusyError):
+            other.acquire_lease(kid, "elsewhere:1:1", ttl=5)
+    # Its first turn uses the reservation: no lease write of its own, and it ends free.
+    statements = _statements(manager)
+    assert manager.submit_turn_sync(one, "go").reply == "done"
+    manager.store.connection.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert not [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
+    assert _lease(manager, one) is None
+    assert other.acquire_lease(one, "elsewhere:1:1", ttl=5) == 1
+    # A write outside a turn gives the reservation up with it.
+    manager.live(two).write_metadata("note", "x")  # type: ignore[union-attr]
+    assert _lease(manager, two) is None
+    assert other.acquire_lease(two, "elsewhere:1:1", ttl=5) == 1
+
+
+def test_a_turn_started_late_takes_its_lease_again(tmp_path: Path) -> None:
+    manager, lead = _manager(tmp_path, lease_seconds=0.4)
+    worker = Agent(name="w", model=ScriptedModel(["late"]))
+    (kid,) = run_sync(manager.create_children(lead, [worker], reserve=True))
+    time.sleep(0.25)  # past half the lease's lifetime: the reservation is not trusted
+    statements = _statements(manager)
+    assert manager.submit_turn_sync(kid, "go").reply == "late"
+    manager.store.connection.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
+    assert _lease(manager, kid) is None
+
+
+def test_a_child_made_but_cancelled_before_its_turn_is_marked_and_free(tmp_path: Path) -> None:
+    # The dispatch is cancelled in the loop iteration right after its children were made:
+    # no child began its turn; each is marked cancelled and its reserved lease is given up.
+    manager, lead = _manager(tmp_path)
+    worker = Agent(name="w", model=ScriptedModel(lambda m: "never"))
+
+    async def scenario() -> None:
+        job = asyncio.ensure_future(
+            manager.dispatch_all(lead, [(worker, "a"), (worker, "b")], DispatchConfig())
+        )
+        loop = asyncio.get_running_loop()
+        cancel = manager.add_listener(
+            lambda e: loop.call_soon(job.cancel) if e.kind == "created" else None
+        )
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        cancel()
+
+    run_sync(scenario())
+    progress = manager.last_dispatch
+    assert progress is not None and progress.statuses == ["cancelled", "cancelled"]
+    kids = manager.children_sync(lead)
+    assert len(kids) == 2
+    for kid in kids:
+        record = manager.store.get_session(kid)
+        assert record is not None and record.metadata["dispatch"] == "cancelled"
+        assert record.turn_index == 0 and _lease(manager, kid) is None
