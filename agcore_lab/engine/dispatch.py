@@ -268,8 +268,11 @@ class Dispatcher:
         written: list[str] = []
         child.turn_memory = self._summary_with_commit(child, written)
         try:
-            async with asyncio.timeout(config.timeout):
+            if config.timeout is None:
                 turn = await child.submit_turn(task)
+            else:
+                async with asyncio.timeout(config.timeout):
+                    turn = await child.submit_turn(task)
         except TimeoutError as exc:
             raise self._failure(child, task, "timed_out", exc) from exc
         except asyncio.CancelledError:
