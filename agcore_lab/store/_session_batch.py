@@ -63,13 +63,19 @@ def insert_sessions(
         INSERT_SLOT,
         [slot_values(slot, s.record.session_id) for s in sessions for slot in s.slots],
     )
+    postgres = getattr(conn, "dialect", "sqlite") == "postgresql"
+    if not postgres:  # the numbers their checkpoint rows need (schema 11), in one statement
+        conn.executemany(
+            "INSERT OR IGNORE INTO session_keys (session_id) VALUES (?)",
+            [(s.record.session_id,) for s in sessions if s.checkpoint is not None],
+        )
     changes: list[tuple[str, str, str | None]] = []
     for s in sessions:
         changes.append((s.record.session_id, "created", None))
         if s.checkpoint is not None:
             insert_checkpoint(conn, s.checkpoint)
             changes.append((s.record.session_id, "checkpoint", s.checkpoint.ckpt_id))
-    if getattr(conn, "dialect", "sqlite") == "postgresql":
+    if postgres:
         for session_id, kind, ckpt_id in changes:  # each takes the feed's order lock
             log_change(conn, session_id, kind, origin, ckpt_id=ckpt_id)
         return
