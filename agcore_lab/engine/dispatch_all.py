@@ -22,6 +22,7 @@ from agcore_lab.engine.dispatch_types import (
     SubTaskError,
     SubTaskResult,
 )
+from agcore_lab.store._commit_group import grouped_commits
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
@@ -89,6 +90,7 @@ class DispatchRun:
             raise
 
     async def _one(self, index: int, task: str) -> Outcome:
+        grouped_commits()  # this task's own context: its child's commit joins its wave's
         progress = self.progress
         async with self._gate:
             progress.waiting -= 1

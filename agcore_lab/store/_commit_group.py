@@ -8,17 +8,34 @@ log, the newest checkpoint rows) are written once per commit. Grouped (the store
 ``commit_many``), each commit is a savepoint of one transaction: kept or refused alone, as
 when made one after another, while the group shares the commit and the pages.
 
-A commit waits one loop iteration for its group. One whose caller was cancelled while it
-waited is not written at all (as a cancelled turn writes nothing).
+A commit waits one loop iteration for its group, which costs a lone turn a loop hop: only the
+tasks that ask for it (``grouped_commits()``; a dispatch's children do) are grouped, every
+other commit is written at once. One whose caller was cancelled while it waited is not
+written at all (as a cancelled turn writes nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CommitGroup"]
+__all__ = ["CommitGroup", "grouped_commits", "wants_group"]
+
+_GROUPED: contextvars.ContextVar[bool] = contextvars.ContextVar("agcore_grouped", default=False)
+
+
+def grouped_commits() -> None:
+    """Group the commits of the current task (and of the tasks it starts) from now on; a
+    task's context is its own, so this reaches no other task."""
+    _GROUPED.set(True)
+
+
+def wants_group() -> bool:
+    """Whether the current task's commits are grouped."""
+    return _GROUPED.get()
+
 
 _Item = tuple[Any, dict[str, Any], "asyncio.Future[int]"]
 

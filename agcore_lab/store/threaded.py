@@ -17,7 +17,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.store._commit_group import CommitGroup
+from agcore_lab.store._commit_group import CommitGroup, wants_group
 from agcore_lab.store.aio import AsyncStore
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class ThreadedAsyncStore:
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
-        if self._group is not None:
+        if self._group is not None and wants_group():
             parts = {
                 "messages": messages,
                 "links": links,

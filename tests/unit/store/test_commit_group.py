@@ -10,6 +10,7 @@ import pytest
 
 from agcore_lab.errors import InvalidInputError, StaleSessionError
 from agcore_lab.llm.messages import UserMessage
+from agcore_lab.store._commit_group import grouped_commits
 from agcore_lab.store.sqlite import SqliteStore
 from agcore_lab.store.threaded import as_async
 from agcore_lab.testing._support import chain_links, chain_messages, session_record
@@ -36,6 +37,7 @@ def test_commits_of_one_iteration_share_a_transaction_and_fail_alone(tmp_path: P
     statements = _begins(store)
 
     async def together() -> list[object]:
+        grouped_commits()  # as a dispatch's children do; the tasks below inherit it
         return await asyncio.gather(
             adapter.acommit(session_record("a", turn_index=1)),
             adapter.acommit(
@@ -84,6 +86,7 @@ def test_a_commit_whose_caller_was_cancelled_before_its_group_writes_nothing(
     adapter = as_async(store)
 
     async def cancelled_one() -> object:
+        grouped_commits()
         kept = asyncio.ensure_future(adapter.acommit(session_record("a", turn_index=1)))
         dropped = asyncio.ensure_future(adapter.acommit(session_record("b", turn_index=1)))
         await asyncio.sleep(0)  # both are waiting for their group now
@@ -104,3 +107,19 @@ def test_a_commit_alone_is_written_as_before(tmp_path: Path) -> None:
     assert not [s for s in statements if "SAVEPOINT" in s]
     with pytest.raises(StaleSessionError):
         asyncio.run(as_async(store).acommit(session_record("a", turn_index=2)))
+
+
+def test_commits_of_tasks_that_did_not_ask_are_written_at_once(tmp_path: Path) -> None:
+    # A lone session's turn does not wait a loop iteration for a group it would not get.
+    store = _store(tmp_path, "a", "b")
+    adapter = as_async(store)
+    statements = _begins(store)
+
+    async def apart() -> list[int]:
+        return await asyncio.gather(
+            adapter.acommit(session_record("a", turn_index=1)),
+            adapter.acommit(session_record("b", turn_index=1)),
+        )
+
+    assert asyncio.run(apart()) == [1, 1]
+    assert sum(s.startswith("BEGIN IMMEDIATE") for s in statements) == 2
