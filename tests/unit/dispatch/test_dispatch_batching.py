@@ -20,6 +20,7 @@ from agcore_lab import (
     SessionManager,
     SessionNotFoundError,
     SqliteStore,
+    SubTaskError,
 )
 from agcore_lab.aio import run_sync
 
@@ -134,3 +135,26 @@ def test_a_child_made_but_cancelled_before_its_turn_is_marked_and_free(tmp_path:
         record = manager.store.get_session(kid)
         assert record is not None and record.metadata["dispatch"] == "cancelled"
         assert record.turn_index == 0 and _lease(manager, kid) is None
+
+
+def test_tasks_admitted_after_their_parent_was_destroyed_fail_without_a_child(
+    tmp_path: Path,
+) -> None:
+    manager, lead = _manager(tmp_path)
+
+    def destroys_the_parent(messages: object) -> str:
+        manager.store.delete_session(lead)  # another writer removes the parent meanwhile
+        return "first"
+
+    worker = Agent(name="w", model=ScriptedModel(destroys_the_parent))
+    first, *rest = manager.dispatch_all_sync(
+        lead, [(worker, "a"), (worker, "b"), (worker, "c")], DispatchConfig(max_concurrency=1)
+    )
+    assert first.response == "first"  # type: ignore[union-attr]
+    for failed in rest:
+        assert isinstance(failed, SubTaskError) and failed.child_id is None
+        assert isinstance(failed.error, SessionNotFoundError)
+    progress = manager.last_dispatch
+    assert progress is not None
+    assert progress.statuses == ["completed", "failed", "failed"] and progress.failed == 2
+    assert manager.store.child_ids(lead) == [first.child_id]  # type: ignore[union-attr]
