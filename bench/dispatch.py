@@ -14,12 +14,14 @@ new file; the median of ``--warm`` runs):
 - how much of the CPU went to Python's garbage collector (part of "the rest");
 - the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child.
 
-The children admitted together are created in one write and the turn commits of one loop
-iteration share one transaction (see docs/dispatch.md), so the writes per child are below 1.
-``--no-record-calls`` runs the children without model-call records, to show their share.
+A child is made with the next ``limit - 1`` waiting tasks' children in one write (with their
+turn leases), so the writes per child are a little over 1 (its commit).
+``--no-record-calls`` runs the children without model-call records, to show their share;
+``--group-commits`` turns ``DispatchConfig(group_commits=True)`` on (fewer writes and less CPU
+per child, but the children of a wave then move in lockstep: more wall time).
 
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
-    [--no-record-calls]
+    [--no-record-calls] [--group-commits]
 """
 
 from __future__ import annotations
@@ -93,7 +95,13 @@ class _GcClock:
 
 
 async def run(
-    tasks: int, limit: int, latency: float, db: Path, *, record_calls: bool = True
+    tasks: int,
+    limit: int,
+    latency: float,
+    db: Path,
+    *,
+    record_calls: bool = True,
+    group_commits: bool = False,
 ) -> Run:
     store = SqliteStore(db)
     manager = SessionManager(store)
@@ -109,7 +117,9 @@ async def run(
     store.connection.set_trace_callback(statements.append)
     started, cpu = time.perf_counter(), time.process_time()
     results = await manager.dispatch_all(
-        lead, [(worker, f"task {i}") for i in range(tasks)], DispatchConfig(max_concurrency=limit)
+        lead,
+        [(worker, f"task {i}") for i in range(tasks)],
+        DispatchConfig(max_concurrency=limit, group_commits=group_commits),
     )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     gc.callbacks.remove(collector)
@@ -179,11 +189,17 @@ def main() -> None:
     parser.add_argument(
         "--no-record-calls", action="store_true", help="children keep no model-call records"
     )
+    parser.add_argument(
+        "--group-commits",
+        action="store_true",
+        help="DispatchConfig(group_commits=True): less CPU, children in lockstep",
+    )
     args = parser.parse_args()
     record = not args.no_record_calls
     print(
         f"tasks: {args.tasks}  limit: {args.limit}  latency: {args.latency}s  "
-        f"model-call records: {'on' if record else 'off'}"
+        f"model-call records: {'on' if record else 'off'}  "
+        f"group commits: {'on' if args.group_commits else 'off'}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         runs = [

@@ -1,13 +1,17 @@
 """One ``dispatch_all``: many tasks as child sessions under a concurrency limit.
 
-A task's child is created when the task is admitted (under the limit), not before: the tree
-shows the children that run or ran, and a dispatch cancelled before a task started leaves no
-child for it. The tasks admitted in the same event-loop iteration — the first
-``max_concurrency`` at the start, then each wave that follows a wave of finished children —
-are created together in one store write (rows, start checkpoints, each child's turn lease:
-``SessionManager.create_children(..., reserve=True)``), so a child's turn starts without a
-write of its own and the commits of one wave go in one group (see
-:mod:`agcore_lab.store._commit_group`).
+Children are made in groups, one store write each (rows, start checkpoints, each child's turn
+lease: ``SessionManager.create_children(..., reserve=True)``, so a child's turn starts
+without a write of its own): a task admitted under the limit with no child made for it yet
+makes its own and those of the next ``max_concurrency - 1`` waiting tasks, each of which then
+takes its child the moment it is admitted. A dispatch cancelled before it started makes no
+child; one cancelled later marks every child it made but did not start ``cancelled``.
+
+The group is made by the admitted task itself, before its turn, and each later task starts
+its turn as soon as it is admitted: nothing makes the children of one wave wait for each
+other, so they keep the pace of their lanes (children that wait for a shared step — as the
+commit groups of ``DispatchConfig(group_commits=True)`` do — move in lockstep after it, and
+each then waits for the whole wave's work).
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ class DispatchRun:
         )
         self._gate = asyncio.Semaphore(config.max_concurrency)
         self._inherited: list[MemoryEntry] = []
-        self._admitted: list[tuple[int, asyncio.Future[AgentSession]]] = []
-        self._creating: set[asyncio.Future[None]] = set()
+        self._ahead: dict[int, asyncio.Future[AgentSession]] = {}  # made before admission
+        self._cursor = 0  # the tasks before it were admitted or made ahead
         self._made: dict[int, AgentSession] = {}  # children created, by task index
         self._started: set[int] = set()  # tasks whose child's turn began
 
@@ -79,7 +83,11 @@ class DispatchRun:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
-            await asyncio.gather(*self._creating, return_exceptions=True)
+            for future in self._ahead.values():  # made ahead for tasks that never started
+                if not future.done():
+                    future.cancel()
+                elif not future.cancelled():
+                    future.exception()  # retrieved: a failed creation is no news here
             for index, child in self._made.items():  # made, but its turn never began
                 if index not in self._started:
                     self._dispatcher._mark(child, "cancelled")  # and gives its lease up
@@ -90,7 +98,8 @@ class DispatchRun:
             raise
 
     async def _one(self, index: int, task: str) -> Outcome:
-        grouped_commits()  # this task's own context: its child's commit joins its wave's
+        if self._config.group_commits:
+            grouped_commits()  # this task's own context: its child's commit joins its wave's
         progress = self.progress
         async with self._gate:
             progress.waiting -= 1
@@ -130,41 +139,42 @@ class DispatchRun:
         return await self._dispatcher._run(child, self._parent_id, task, self._config)
 
     async def _spawn(self, index: int) -> AgentSession:
-        # Join the tasks admitted in this loop iteration; the first schedules their creation
-        # (a task, so it starts in the next iteration, when every one of them has joined).
-        future: asyncio.Future[AgentSession] = asyncio.get_running_loop().create_future()
-        if not self._admitted:
-            creating = asyncio.ensure_future(self._create())
-            self._creating.add(creating)
-            creating.add_done_callback(self._creating.discard)
-        self._admitted.append((index, future))
-        return await future
-
-    async def _create(self) -> None:
-        batch = [(i, f) for i, f in self._admitted if not f.cancelled()]
-        self._admitted = []
-        if not batch:
-            return
+        made = self._ahead.pop(index, None)
+        if made is not None:  # made with an earlier task's group
+            return await made
+        loop = asyncio.get_running_loop()
+        ahead = self._next_waiting(self._config.max_concurrency - 1)
+        for waiting in ahead:
+            self._ahead[waiting] = loop.create_future()
+        group = [index, *ahead]
         try:
             children = await self._dispatcher._create_batch(
-                self._parent_id,
-                [self._tasks[i][0] for i, _ in batch],
-                self._inherited,
-                self._config,
+                self._parent_id, [self._tasks[i][0] for i in group], self._inherited, self._config
             )
-        except Exception as exc:
-            for _, future in batch:
-                if not future.done():
+        except BaseException as exc:
+            for waiting in ahead:  # their tasks fail as this one does when admitted
+                future = self._ahead[waiting]
+                if isinstance(exc, Exception):
                     future.set_exception(exc)
-            return
-        except BaseException:
-            for _, future in batch:
-                future.cancel()
+                else:
+                    future.cancel()
             raise
-        for (index, future), child in zip(batch, children, strict=True):
-            self._made[index] = child
-            if not future.done():
-                future.set_result(child)
+        for i, child in zip(group, children, strict=True):
+            self._made[i] = child
+            if i != index:
+                self._ahead[i].set_result(child)
+        return children[0]
+
+    def _next_waiting(self, room: int) -> list[int]:
+        # The next tasks still waiting for the limit, in the order they will be admitted.
+        found: list[int] = []
+        statuses = self.progress.statuses
+        while self._cursor < len(statuses) and len(found) < room:
+            index = self._cursor
+            self._cursor += 1
+            if statuses[index] == "waiting" and index not in self._ahead:
+                found.append(index)
+        return found
 
     def _none_spawned(self, exc: Exception) -> list[Outcome]:
         # Each task fails as it did when it found no parent by itself.

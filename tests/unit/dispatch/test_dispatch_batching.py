@@ -108,33 +108,47 @@ def test_a_turn_started_late_takes_its_lease_again(tmp_path: Path) -> None:
     assert _lease(manager, kid) is None
 
 
-def test_a_child_made_but_cancelled_before_its_turn_is_marked_and_free(tmp_path: Path) -> None:
-    # The dispatch is cancelled in the loop iteration right after its children were made:
-    # no child began its turn; each is marked cancelled and its reserved lease is given up.
+def test_a_child_made_ahead_but_never_started_is_marked_cancelled_and_free(
+    tmp_path: Path,
+) -> None:
+    # Limit 2: task a makes its child and b's; when a ends, c makes its child and d's (made
+    # ahead, d waits for the limit). Cancelled then: d's child never started its turn; it is
+    # marked cancelled and its reserved lease is given up, as b's and c's (running) are.
     manager, lead = _manager(tmp_path)
-    worker = Agent(name="w", model=ScriptedModel(lambda m: "never"))
+
+    class Paced(ScriptedModel):
+        async def complete(self, messages, *, tools=()):  # type: ignore[no-untyped-def]
+            if messages[-1].text != "a":
+                await asyncio.sleep(10)
+            return await super().complete(messages, tools=tools)
+
+    worker = Agent(name="w", model=Paced(lambda m: "done"))
+    tasks = [(worker, t) for t in ("a", "b", "c", "d")]
 
     async def scenario() -> None:
         job = asyncio.ensure_future(
-            manager.dispatch_all(lead, [(worker, "a"), (worker, "b")], DispatchConfig())
+            manager.dispatch_all(lead, tasks, DispatchConfig(max_concurrency=2))
         )
-        loop = asyncio.get_running_loop()
-        cancel = manager.add_listener(
-            lambda e: loop.call_soon(job.cancel) if e.kind == "created" else None
-        )
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if len(manager.store.child_ids(lead)) == 4:
+                break
+        job.cancel()
         with pytest.raises(asyncio.CancelledError):
             await job
-        cancel()
 
     run_sync(scenario())
     progress = manager.last_dispatch
-    assert progress is not None and progress.statuses == ["cancelled", "cancelled"]
+    assert progress is not None
+    assert progress.statuses == ["completed", "cancelled", "cancelled", "cancelled"]
+    assert progress.child_ids[3] is None  # its task never started
     kids = manager.children_sync(lead)
-    assert len(kids) == 2
-    for kid in kids:
+    assert len(kids) == 4
+    for kid in kids[1:]:
         record = manager.store.get_session(kid)
         assert record is not None and record.metadata["dispatch"] == "cancelled"
         assert record.turn_index == 0 and _lease(manager, kid) is None
+    assert manager.child_memory(kids[0]) == {"result_summary": "done"}
 
 
 def test_tasks_admitted_after_their_parent_was_destroyed_fail_without_a_child(
