@@ -183,8 +183,8 @@ class Dispatcher:
         inherited: list[MemoryEntry],
         config: DispatchConfig,
     ) -> list[AgentSession]:
-        # Children of a dispatch_all admitted together: one write, with their start
-        # checkpoints and their turns' leases (see DispatchRun).
+        # Children of a dispatch_all made together (see DispatchRun): one write, with their
+        # start checkpoints and their turns' leases.
         note = self._note(parent_id, config)
         ids = await self._host.create_children(
             parent_id,
