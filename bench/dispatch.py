@@ -11,9 +11,17 @@ new file; the median of ``--warm`` runs):
   run as bare asyncio tasks that only sleep (target <= 0.3 ms), and how much of it was spent
   inside the store's methods (SQL, encoding rows: the store's share, measured by timing every
   outermost store call), so the rest is the engine's own Python;
+- how much of the CPU went to Python's garbage collector (part of "the rest");
 - the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child.
 
+A child is made with the next ``limit - 1`` waiting tasks' children in one write (with their
+turn leases), so the writes per child are a little over 1 (its commit).
+``--no-record-calls`` runs the children without model-call records, to show their share;
+``--group-commits`` turns ``DispatchConfig(group_commits=True)`` on (fewer writes and less CPU
+per child, but the children of a wave then move in lockstep: more wall time).
+
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
+    [--no-record-calls] [--group-commits]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import statistics
 import tempfile
 import time
@@ -39,6 +48,7 @@ class Run:
     ok: int
     cpu: float
     store_cpu: float
+    gc_cpu: float
     writes: int
     statements: int
 
@@ -71,19 +81,48 @@ class _StoreClock:
         return timed
 
 
-async def run(tasks: int, limit: int, latency: float, db: Path) -> Run:
+class _GcClock:
+    """Process CPU spent in Python's garbage collector while installed."""
+
+    def __init__(self) -> None:
+        self.ns = self._started = 0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time_ns()
+        else:
+            self.ns += time.process_time_ns() - self._started
+
+
+async def run(
+    tasks: int,
+    limit: int,
+    latency: float,
+    db: Path,
+    *,
+    record_calls: bool = True,
+    group_commits: bool = False,
+) -> Run:
     store = SqliteStore(db)
     manager = SessionManager(store)
     lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
-    worker = Agent(name="worker", model=ScriptedModel(lambda messages: "ok", latency=latency))
-    clock = _StoreClock(store)
+    worker = Agent(
+        name="worker",
+        model=ScriptedModel(lambda messages: "ok", latency=latency),
+        record_calls=record_calls,
+    )
+    clock, collector = _StoreClock(store), _GcClock()
+    gc.callbacks.append(collector)
     statements: list[str] = []
     store.connection.set_trace_callback(statements.append)
     started, cpu = time.perf_counter(), time.process_time()
     results = await manager.dispatch_all(
-        lead, [(worker, f"task {i}") for i in range(tasks)], DispatchConfig(max_concurrency=limit)
+        lead,
+        [(worker, f"task {i}") for i in range(tasks)],
+        DispatchConfig(max_concurrency=limit, group_commits=group_commits),
     )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    gc.callbacks.remove(collector)
     store.connection.set_trace_callback(None)
     store.close()
     assert manager.last_dispatch is not None
@@ -93,6 +132,7 @@ async def run(tasks: int, limit: int, latency: float, db: Path) -> Run:
         ok=sum(1 for r in results if not isinstance(r, Exception)),
         cpu=cpu,
         store_cpu=clock.ns / 1e9,
+        gc_cpu=collector.ns / 1e9,
         writes=sum(1 for s in statements if s.startswith("BEGIN IMMEDIATE")),
         statements=sum(1 for s in statements if s not in ("BEGIN IMMEDIATE", "COMMIT")),
     )
@@ -116,6 +156,9 @@ def _report(name: str, runs: list[Run], floor: float, args: argparse.Namespace) 
     ratio = statistics.median(r.wall for r in runs) / ideal
     per_child = (statistics.median(r.cpu for r in runs) - floor) / args.tasks
     store = statistics.median(r.store_cpu for r in runs) / args.tasks
+    collected = statistics.median(r.gc_cpu for r in runs) / args.tasks
+    writes = statistics.median(r.writes for r in runs) / args.tasks
+    statements = statistics.median(r.statements for r in runs) / args.tasks
     peak = min(r.peak for r in runs)
     one = runs[0]
     print(f"{name} ({len(runs)} run{'s' if len(runs) > 1 else ''}, median):")
@@ -123,11 +166,12 @@ def _report(name: str, runs: list[Run], floor: float, args: argparse.Namespace) 
     print(f"  peak concurrently running children: {peak} (must equal {args.limit})")
     print(
         f"  framework CPU per child: {per_child * 1000:.3f} ms (target <= 0.3 ms); in the "
-        f"store's methods: {store * 1000:.3f} ms, the rest: {(per_child - store) * 1000:.3f} ms"
+        f"store's methods: {store * 1000:.3f} ms, the rest: {(per_child - store) * 1000:.3f} ms "
+        f"(of it the garbage collector: {collected * 1000:.3f} ms)"
     )
     print(
-        f"  write transactions per child: {one.writes / args.tasks:.1f}; SQL statements per "
-        f"child: {one.statements / args.tasks:.1f}; completed: {one.ok}/{args.tasks}"
+        f"  write transactions per child: {writes:.2f}; SQL statements per "
+        f"child: {statements:.1f}; completed: {one.ok}/{args.tasks}"
     )
     return [
         f"{'PASS' if ratio <= 1.05 else 'MISS'} {name} overhead",
@@ -142,11 +186,32 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--warm", type=int, default=3, help="warm runs after the cold one")
+    parser.add_argument(
+        "--no-record-calls", action="store_true", help="children keep no model-call records"
+    )
+    parser.add_argument(
+        "--group-commits",
+        action="store_true",
+        help="DispatchConfig(group_commits=True): less CPU, children in lockstep",
+    )
     args = parser.parse_args()
-    print(f"tasks: {args.tasks}  limit: {args.limit}  latency: {args.latency}s")
+    record = not args.no_record_calls
+    print(
+        f"tasks: {args.tasks}  limit: {args.limit}  latency: {args.latency}s  "
+        f"model-call records: {'on' if record else 'off'}  "
+        f"group commits: {'on' if args.group_commits else 'off'}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         runs = [
-            asyncio.run(run(args.tasks, args.limit, args.latency, Path(tmp) / f"d{i}.db"))
+            asyncio.run(
+                run(
+                    args.tasks,
+                    args.limit,
+                    args.latency,
+                    Path(tmp) / f"d{i}.db",
+                    record_calls=record,
+                )
+            )
             for i in range(1 + max(0, args.warm))
         ]
     floor = statistics.median(

@@ -125,7 +125,12 @@ class TurnLease:
 
 @contextlib.asynccontextmanager
 async def turn_lease(
-    store: AsyncStore, session_id: str, *, ttl: float, wait: float = 0.0
+    store: AsyncStore,
+    session_id: str,
+    *,
+    ttl: float,
+    wait: float = 0.0,
+    held: tuple[str, int, float] | None = None,
 ) -> AsyncIterator[TurnLease]:
     """Hold the session's turn lease for the block; yields a :class:`TurnLease`.
 
@@ -134,22 +139,19 @@ async def turn_lease(
         session_id: The session.
         ttl: Lease lifetime in seconds (renewed while the block runs).
         wait: Seconds to keep trying while another holder has it (0: fail at once).
+        held: A lease this process took already, in the write that created the session:
+            ``(holder, the session's version then, its deadline on the monotonic clock)``.
+            Used as it is (no write) while at least half its lifetime is left, since no
+            other writer can have changed the session meanwhile; taken again otherwise.
 
     Raises:
         SessionBusyError: Another holder kept the lease for longer than ``wait``.
     """
-    holder = new_holder()
-    deadline = time.monotonic() + max(0.0, wait)
-    delay = 0.01
-    while True:
-        try:
-            lease = TurnLease(holder, await store.aacquire_lease(session_id, holder, ttl=ttl))
-            break
-        except SessionBusyError:
-            if time.monotonic() + delay > deadline:
-                raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+    if held is not None and held[2] - time.monotonic() >= ttl / 2:
+        holder, lease = held[0], TurnLease(held[0], held[1])
+    else:
+        holder = held[0] if held is not None else new_holder()
+        lease = await _acquire(store, session_id, holder, ttl, wait)
     try:
         # Once a write released the lease there is nothing left to renew.
         # Renewed from a thread of its own (a turn may block the loop): the sync store.
@@ -163,3 +165,19 @@ async def turn_lease(
                 await store.arelease_lease(session_id, holder)
             except Exception:  # the lease then simply runs out
                 logger.warning("could not release the turn lease of %s", session_id, exc_info=True)
+
+
+async def _acquire(
+    store: AsyncStore, session_id: str, holder: str, ttl: float, wait: float
+) -> TurnLease:
+    # Take the lease, retrying with backoff for up to ``wait`` seconds while another holds it.
+    deadline = time.monotonic() + max(0.0, wait)
+    delay = 0.01
+    while True:
+        try:
+            return TurnLease(holder, await store.aacquire_lease(session_id, holder, ttl=ttl))
+        except SessionBusyError:
+            if time.monotonic() + delay > deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)

@@ -91,6 +91,9 @@ class AgentSession(
     turn_checkpoint: TurnCheckpoint | None = None
     turn_memory: TurnMemory | None = None
     folded_checkpoint: CkptMeta | None = None  # the one the last turn's commit stored
+    # A turn lease taken in the write that created the session (session_batch): (holder,
+    # deadline on the monotonic clock). The first turn uses it; any other write gives it up.
+    _reserved: tuple[str, float] | None = None
 
     def __init__(
         self,
@@ -103,7 +106,23 @@ class AgentSession(
         metadata: dict[str, JsonValue] | None = None,
         first_checkpoint: Callable[[AgentSession], CkptMeta] | None = None,
     ) -> None:
-        bundle = self._resolve_bundle(store, bundle)
+        self._init_new(agent, self._resolve_bundle(store, bundle), session_id, parent_id, metadata)
+        # One write: the session, its first slot and (for a manager) its first checkpoint.
+        self.store.create_session(
+            self._record(),
+            slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
+            checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
+        )
+
+    def _init_new(
+        self,
+        agent: Agent,
+        bundle: RuntimeBundle,
+        session_id: str | None,
+        parent_id: str | None,
+        metadata: dict[str, JsonValue] | None,
+    ) -> None:
+        # The state of a new session, before anything is stored (see session_batch too).
         self.agent = require_agent(agent)
         self.bundle = bundle
         self.session_id = session_id or new_id("ses")
@@ -122,12 +141,6 @@ class AgentSession(
         self.pending_interrupt_id: str | None = None
         self.metadata: dict[str, JsonValue] = dict(metadata or {})
         self.detached: SessionSnapshot | None = None
-        # One write: the session, its first slot and (for a manager) its first checkpoint.
-        self.store.create_session(
-            self._record(),
-            slots=[self.slots[MAIN_SLOT].to_record(self.session_id)],
-            checkpoint=first_checkpoint(self) if first_checkpoint is not None else None,
-        )
         self.session_memory = SessionMemory.deferred(self.store, self.session_id)  # new: empty
 
     @staticmethod
@@ -213,13 +226,11 @@ class AgentSession(
         transaction (saving the turn a write of its own)."""
         self._require_attached()
         lease = self._lease if last else None
+        holder, release = self._write_holder(lease)
         self.version = self.store.commit(
-            record,
-            lease_holder=self._holder,
-            change=change,
-            release_lease=lease is not None,
-            **parts,
+            record, lease_holder=holder, change=change, release_lease=release, **parts
         )
+        self._reserved = None if holder != self._holder else self._reserved
         if lease is not None:
             lease.released = True
 
@@ -229,15 +240,20 @@ class AgentSession(
         """:meth:`_commit`, awaited through the async store (the engine's coroutines)."""
         self._require_attached()
         lease = self._lease if last else None
+        holder, release = self._write_holder(lease)
         self.version = await self.astore.acommit(
-            record,
-            lease_holder=self._holder,
-            change=change,
-            release_lease=lease is not None,
-            **parts,
+            record, lease_holder=holder, change=change, release_lease=release, **parts
         )
+        self._reserved = None if holder != self._holder else self._reserved
         if lease is not None:
             lease.released = True
+
+    def _write_holder(self, lease: TurnLease | None) -> tuple[str | None, bool]:
+        # The lease a write holds, and whether it gives the lease up: a write outside a turn
+        # on a session whose first turn is reserved (session_batch) gives the reservation up.
+        if self._holder is None and self._reserved is not None:
+            return self._reserved[0], True
+        return self._holder, lease is not None
 
     def _require_attached(self) -> None:
         if self.detached is not None:
@@ -315,8 +331,10 @@ class AgentSession(
             finally:
                 self._lease = outer
             return
+        reserved, self._reserved = self._reserved, None
+        held = (reserved[0], self.version, reserved[1]) if reserved is not None else None
         async with turn_lease(
-            self.astore, self.session_id, ttl=self.bundle.lease_seconds, wait=wait
+            self.astore, self.session_id, ttl=self.bundle.lease_seconds, wait=wait, held=held
         ) as lease:
             await self._areload_if_stale(lease.version)
             self._holder, self._lease = lease.holder, lease

@@ -43,6 +43,7 @@ from agcore_lab.agent.events import TurnDone, TurnEvent
 from agcore_lab.agent.turn import TurnDraft
 from agcore_lab.agent.turn_commit import MemoryWrites, TurnMemory
 from agcore_lab.aio import iterate_sync, run_sync
+from agcore_lab.engine.dispatch_all import DispatchRun
 from agcore_lab.engine.dispatch_types import (
     _CURRENT_SHARED,
     ChildCreated,
@@ -128,38 +129,73 @@ class Dispatcher:
         """A child's memory (values by key), read from the store."""
         return {e.key: e.value for e in self.store.memory_entries(child_id)}
 
+    async def _inherited(self, parent_id: str, config: DispatchConfig) -> list[MemoryEntry]:
+        parent = await self._host.get_or_recover(parent_id)
+        if not config.inherit_session_memory or config.bridge_keys is None:
+            return []
+        wanted = set(config.bridge_keys)
+        return [
+            e
+            for e in parent.session_memory.list_entries()  # the snapshot, taken now
+            if (not wanted or e.key in wanted) and not e.key.startswith("shared:")
+        ]
+
+    @staticmethod
+    def _told(sub_agent: Agent, inherited: list[MemoryEntry]) -> Agent:
+        # The bridged keys, stated in the child's system prompt.
+        if not inherited:
+            return sub_agent
+        facts = "\n".join(
+            f"- {e.key}: {json.dumps(e.value, ensure_ascii=False)}" for e in inherited
+        )
+        intro = "From the session that gave you this task:"
+        prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
+        return dataclasses.replace(sub_agent, system_prompt=prompt)
+
+    def _note(self, parent_id: str, config: DispatchConfig) -> dict[str, JsonValue]:
+        # The shared-memory note, stored with the child (one write, not two).
+        namespace = self._shared(parent_id, config).namespace
+        return {SHARED_KEY: {"parent_id": parent_id, "namespace": namespace}}
+
+    @staticmethod
+    def _bridge(child: AgentSession, parent_id: str, inherited: list[MemoryEntry]) -> None:
+        for entry in inherited:
+            child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
+
     async def _spawn(
         self, parent_id: str, sub_agent: Agent, config: DispatchConfig, *, stream: bool = False
     ) -> AgentSession:
-        parent = await self._host.get_or_recover(parent_id)
-        shared = self._shared(parent_id, config)
-        inherited: list[MemoryEntry] = []
-        if config.inherit_session_memory and config.bridge_keys is not None:
-            wanted = set(config.bridge_keys)
-            inherited = [
-                e
-                for e in parent.session_memory.list_entries()  # the snapshot, taken now
-                if (not wanted or e.key in wanted) and not e.key.startswith("shared:")
-            ]
-        agent = sub_agent
-        if inherited:
-            facts = "\n".join(
-                f"- {e.key}: {json.dumps(e.value, ensure_ascii=False)}" for e in inherited
-            )
-            intro = "From the session that gave you this task:"
-            prompt = f"{sub_agent.system_prompt}\n\n{intro}\n{facts}".strip()
-            agent = dataclasses.replace(sub_agent, system_prompt=prompt)
-        # The shared-memory note is stored with the child (one write, not two).
+        inherited = await self._inherited(parent_id, config)
         child_id = await self._host.create_child(
             parent_id,
-            agent,
+            self._told(sub_agent, inherited),
             defer_checkpoint=stream,
-            metadata={SHARED_KEY: {"parent_id": parent_id, "namespace": shared.namespace}},
+            metadata=self._note(parent_id, config),
         )
         child = await self._host.get_or_recover(child_id)
-        for entry in inherited:
-            child.session_memory.set(entry.key, entry.value, {**entry.metadata, "from": parent_id})
+        self._bridge(child, parent_id, inherited)
         return child
+
+    async def _create_batch(
+        self,
+        parent_id: str,
+        agents: Sequence[Agent],
+        inherited: list[MemoryEntry],
+        config: DispatchConfig,
+    ) -> list[AgentSession]:
+        # Children of a dispatch_all made together (see DispatchRun): one write, with their
+        # start checkpoints and their turns' leases.
+        note = self._note(parent_id, config)
+        ids = await self._host.create_children(
+            parent_id,
+            [self._told(agent, inherited) for agent in agents],
+            metadata=[note] * len(agents),
+            reserve=True,
+        )
+        children = [await self._host.get_or_recover(child_id) for child_id in ids]
+        for child in children:
+            self._bridge(child, parent_id, inherited)
+        return children
 
     @staticmethod
     def _summary_with_commit(child: AgentSession, written: list[str]) -> TurnMemory:
@@ -219,6 +255,12 @@ class Dispatcher:
         child = await self._spawn(parent_id, sub_agent, config)
         if on_child is not None:
             on_child(child.session_id)
+        return await self._run(child, parent_id, task, config)
+
+    async def _run(
+        self, child: AgentSession, parent_id: str, task: str, config: DispatchConfig
+    ) -> SubTaskResult:
+        # The task as the child's one turn (dispatch, and each child of dispatch_all).
         log_op(
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
@@ -226,8 +268,11 @@ class Dispatcher:
         written: list[str] = []
         child.turn_memory = self._summary_with_commit(child, written)
         try:
-            async with asyncio.timeout(config.timeout):
+            if config.timeout is None:
                 turn = await child.submit_turn(task)
+            else:
+                async with asyncio.timeout(config.timeout):
+                    turn = await child.submit_turn(task)
         except TimeoutError as exc:
             raise self._failure(child, task, "timed_out", exc) from exc
         except asyncio.CancelledError:
@@ -282,70 +327,9 @@ class Dispatcher:
         config = config or DispatchConfig()
         if isinstance(tasks, str | bytes) or not all(len(t) == 2 for t in tasks):
             raise InvalidInputError("tasks are (sub_agent, task_text) pairs")
-        progress = DispatchProgress(
-            total=len(tasks),
-            waiting=len(tasks),
-            child_ids=[None] * len(tasks),
-            statuses=["waiting"] * len(tasks),
-        )
-        self.last_dispatch = progress
-        gate = asyncio.Semaphore(config.max_concurrency)
-
-        def report() -> None:
-            if on_progress is not None:
-                on_progress(progress)
-
-        async def one(index: int, agent: Agent, task: str) -> SubTaskResult | SubTaskError:
-            async with gate:
-                progress.waiting -= 1
-                progress.running += 1
-                progress.peak_running = max(progress.peak_running, progress.running)
-                progress.statuses[index] = "running"
-                report()
-
-                def spawned(child_id: str) -> None:  # watchers see the child while it runs
-                    progress.child_ids[index] = child_id
-                    report()
-
-                try:
-                    result: SubTaskResult | SubTaskError = await self.dispatch(
-                        parent_id, agent, task, config, on_child=spawned
-                    )
-                    progress.child_ids[index] = result.child_id
-                    progress.done += 1
-                    progress.statuses[index] = "completed"
-                except SubTaskError as exc:
-                    result = exc
-                    progress.child_ids[index] = exc.child_id
-                    progress.failed += 1
-                    progress.statuses[index] = exc.status
-                except Exception as exc:  # before a child existed (e.g. unknown parent)
-                    result = SubTaskError(
-                        f"sub-task failed: {exc!r}",
-                        child_id=None,
-                        task=task,
-                        status="failed",
-                        error=exc,
-                    )
-                    progress.failed += 1
-                    progress.statuses[index] = "failed"
-                finally:
-                    progress.running -= 1
-                    report()
-                return result
-
-        jobs = [asyncio.ensure_future(one(i, a, t)) for i, (a, t) in enumerate(tasks)]
-        try:
-            return list(await asyncio.gather(*jobs))
-        except asyncio.CancelledError:
-            for job in jobs:
-                job.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
-            for index, status in enumerate(progress.statuses):
-                if status in ("waiting", "running"):
-                    progress.statuses[index] = "cancelled"
-            report()
-            raise
+        run = DispatchRun(self, parent_id, tasks, config, on_progress)
+        self.last_dispatch = run.progress
+        return await run.run()
 
     async def dispatch_stream(
         self,

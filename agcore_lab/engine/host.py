@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pydantic import JsonValue
 
     from agcore_lab.agent.agent import Agent
@@ -73,6 +75,18 @@ class ManagerHost(Protocol):
     ) -> str:
         """Create a child session of ``parent_id`` (``defer_checkpoint``: no automatic
         checkpoint until ``finalize_child``; ``metadata``: stored with it)."""
+        ...
+
+    async def create_children(
+        self,
+        parent_id: str,
+        agents: Sequence[Agent],
+        *,
+        metadata: Sequence[dict[str, JsonValue] | None] | None = None,
+        reserve: bool = False,
+    ) -> list[str]:
+        """Create many children of ``parent_id`` in one write (``reserve``: their first
+        turns' leases taken in it too)."""
         ...
 
     async def finalize_child(self, session: AgentSession) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
@@ -20,6 +20,7 @@ from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.events import TurnEvent, TurnResult
 from agcore_lab.agent.session import AgentSession
+from agcore_lab.agent.session_batch import create_sessions
 from agcore_lab.agent.turn_commit import TurnCheckpoint
 from agcore_lab.aio import iterate_sync, run_sync
 from agcore_lab.engine.approvals import Approvals
@@ -324,6 +325,64 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations):
             self.checkpointer.announce(meta)
         return session.session_id
 
+    async def create_children(
+        self,
+        parent_id: str,
+        agents: Sequence[Agent],
+        *,
+        metadata: Sequence[dict[str, JsonValue] | None] | None = None,
+        reserve: bool = False,
+    ) -> list[str]:
+        """Create many children of ``parent_id`` in one store write, each as
+        :meth:`create_child` would (with its ``start`` checkpoint); return their ids in order.
+
+        Args:
+            parent_id: The parent session.
+            agents: One child per agent.
+            metadata: Each child's first metadata values (as many as ``agents``).
+            reserve: Take each child's turn lease for this process in the same write, so its
+                first turn (started within half of ``bundle.lease_seconds``) needs no write
+                of its own; any other write to the child gives the reservation up. Other
+                writers are refused (``SessionBusyError``) meanwhile, as during a turn.
+
+        Raises:
+            SessionNotFoundError: No such parent.
+            InvalidInputError: ``metadata`` does not match ``agents``.
+
+        Example:
+            >>> from agcore_lab import Agent, ScriptedModel, SqliteStore
+            >>> manager = SessionManager(SqliteStore(":memory:"))
+            >>> lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+            >>> worker = Agent(name="w", model=ScriptedModel())
+            >>> kids = manager.create_children_sync(lead, [worker, worker, worker])
+            >>> manager.children_sync(lead) == kids
+            True
+        """
+        _check_session_id(parent_id)
+        extras = list(metadata) if metadata is not None else [None] * len(agents)
+        if len(extras) != len(agents):
+            raise InvalidInputError(
+                f"{len(extras)} metadata values for {len(agents)} agents; give one per agent",
+                session_id=parent_id,
+            )
+        if await self.astore.asession_version(parent_id) is None:  # one indexed read
+            raise SessionNotFoundError("no such session in the store", session_id=parent_id)
+        parent = self._live.get(parent_id)
+        made: list[CkptMeta] = []
+        sessions = await create_sessions(
+            list(zip(agents, extras, strict=True)),
+            bundle=parent.bundle if parent is not None else self.bundle,
+            parent_id=parent_id,
+            first_checkpoint=self._first_checkpoint(made) if self.auto_checkpoint else None,
+            reserve=reserve,
+        )
+        for session in sessions:
+            self._attach(session)
+            self.emit("created", session.session_id)
+        for meta in made:
+            self.checkpointer.announce(meta)
+        return [session.session_id for session in sessions]
+
     async def finalize_child(self, session: AgentSession) -> str | None:
         """Write the one automatic checkpoint of a child created with ``defer_checkpoint``
         (label ``finalize``) and checkpoint its later turns as usual again. Returns the
@@ -554,6 +613,17 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations):
     def create_child_sync(self, parent_id: str, agent: Agent) -> str:
         """Blocking twin of :meth:`create_child`."""
         return run_sync(self.create_child(parent_id, agent))
+
+    def create_children_sync(
+        self,
+        parent_id: str,
+        agents: Sequence[Agent],
+        *,
+        metadata: Sequence[dict[str, JsonValue] | None] | None = None,
+    ) -> list[str]:
+        """Blocking twin of :meth:`create_children` (without ``reserve``: a reservation is
+        for a turn that starts at once)."""
+        return run_sync(self.create_children(parent_id, agents, metadata=metadata))
 
     def get_sync(self, session_id: str) -> AgentSession:
         """Blocking twin of :meth:`get`."""

@@ -70,7 +70,11 @@ INSERT_SLOT = (
     f"INSERT INTO slots ({', '.join(SLOT_COLUMNS)}) VALUES ({', '.join('?' * len(SLOT_COLUMNS))})"
 )
 """The column-named insert of one ``slots`` row (the values of :func:`slot_values`)."""
-UPSERT_SLOT = INSERT_SLOT.replace("INSERT INTO", "INSERT OR REPLACE INTO", 1)
+# Updated in place (an existing row keeps its place and its key's index entry), on SQLite and
+# PostgreSQL alike; INSERT OR REPLACE would delete and insert it again.
+UPSERT_SLOT = f"{INSERT_SLOT} ON CONFLICT (session_id, slot_id) DO UPDATE SET " + ", ".join(
+    f"{c} = excluded.{c}" for c in SLOT_COLUMNS[2:]
+)
 _CHECKPOINT_COLUMNS = CHECKPOINT_COLUMNS  # one list: the rows are read back by these names
 _INSERT_CHECKPOINT = (
     f"INSERT INTO checkpoints ({', '.join(_CHECKPOINT_COLUMNS)}) "

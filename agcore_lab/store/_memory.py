@@ -14,7 +14,7 @@ from datetime import datetime
 
 from agcore_lab.store.base import MemoryEntry
 
-__all__ = ["delete_memory", "latest_version", "read_memory", "write_memory"]
+__all__ = ["append_memory", "delete_memory", "latest_version", "read_memory", "write_memory"]
 
 
 def latest_version(conn: sqlite3.Connection, session_id: str) -> int:
@@ -52,6 +52,34 @@ def write_memory(
         updated_at=datetime.fromisoformat(now),
         version=version,
     )
+
+
+def append_memory(
+    conn: sqlite3.Connection,
+    session_id: str,
+    key: str,
+    value_json: str,
+    metadata_json: str,
+    now: str,
+    *,
+    after: int,
+) -> int:
+    """:func:`write_memory` when the session's latest memory version (``after``) was read in
+    this transaction already; returns the new version and builds no entry. A session with no
+    memory write yet has no first ``created_at`` to keep: nothing is read then."""
+    first = (
+        None
+        if after == 0
+        else conn.execute(
+            "SELECT created_at FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
+        ).fetchone()
+    )
+    conn.execute(
+        "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, created_at, "
+        "updated_at, deleted) VALUES (?,?,?,?,?,?,?,0)",
+        (session_id, after + 1, key, value_json, metadata_json, first[0] if first else now, now),
+    )
+    return after + 1
 
 
 def delete_memory(conn: sqlite3.Connection, session_id: str, key: str, now: str) -> bool:

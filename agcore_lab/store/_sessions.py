@@ -29,8 +29,10 @@ __all__ = [
     "release_lease",
     "renew_lease",
     "session_from_row",
+    "session_values",
     "stored_version",
     "update_session",
+    "update_session_leased",
 ]
 
 _SPEND = TypeAdapter(dict[str, ModelSpend])
@@ -68,6 +70,10 @@ def _values(r: SessionRecord) -> tuple[Any, ...]:
         _SPEND.dump_json(r.spend).decode(),
         compact(r.metadata),
     )
+
+
+session_values = _values
+"""The ``sessions`` row of a record, in :data:`SESSION_COLUMNS` order."""
 
 
 def session_from_row(row: sqlite3.Row) -> SessionRecord:
@@ -180,6 +186,45 @@ def update_session(
         (*_values(record)[1:], record.session_id),
     )
     return record.version + 1
+
+
+_WRITABLE = (
+    "session_id = ? AND version = ? AND (lease_holder IS NULL OR lease_holder = ? "
+    "OR lease_expires_at IS NULL OR lease_expires_at <= ?)"
+)
+_UPDATE_CAS = f"UPDATE sessions SET {_SET}, version = version + 1 WHERE {_WRITABLE} RETURNING 1"
+# The lease a write may go ahead under is the holder's, none, or one run out: giving it up
+# leaves the session free in every case.
+_UPDATE_CAS_RELEASE = (
+    f"UPDATE sessions SET {_SET}, version = version + 1, lease_holder = NULL, "
+    f"lease_expires_at = NULL WHERE {_WRITABLE} RETURNING 1"
+)
+
+
+def update_session_leased(
+    conn: sqlite3.Connection,
+    record: SessionRecord,
+    *,
+    holder: str | None,
+    now: datetime,
+    release: bool = False,
+) -> int:
+    """:func:`update_session` in one statement when the write may go ahead (the usual case),
+    and with ``release`` giving ``holder``'s lease up in the same statement. A refused write
+    reads the row to say why, as ``update_session`` does."""
+    values = _values(record)[1:]
+    stamp = now.isoformat()
+    where = (record.session_id, record.version, holder, stamp)
+    if release and holder is not None:
+        done = conn.execute(_UPDATE_CAS_RELEASE, (*values, *where)).fetchall()
+    else:
+        done = conn.execute(_UPDATE_CAS, (*values, *where)).fetchall()
+    if done:
+        return record.version + 1
+    version = update_session(conn, record, holder=holder, now=now)  # raises why it is refused
+    if release and holder is not None:
+        release_lease(conn, record.session_id, holder)
+    return version
 
 
 def acquire_lease(

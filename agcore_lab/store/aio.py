@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Store,
     )
     from agcore_lab.store.pending import PendingToolCall
+    from agcore_lab.store.roles.sessions import NewSession
 
 _T = TypeVar("_T")
 
@@ -73,6 +74,12 @@ class AsyncSessionStore(Protocol):
         checkpoint: CkptMeta | None = None,
     ) -> None:
         """Async :meth:`~agcore_lab.store.base.Store.create_session`."""
+        ...
+
+    async def acreate_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        """Async :meth:`~agcore_lab.store.base.Store.create_sessions`."""
         ...
 
     async def aget_session(self, session_id: str) -> SessionRecord | None:

@@ -55,11 +55,13 @@ from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._lean_listing import list_checkpoints as list_lean_checkpoints
 from agcore_lab.store._memory import (
+    append_memory,
     delete_memory,
     latest_version,
     read_memory,
     write_memory,
 )
+from agcore_lab.store._session_batch import insert_sessions
 from agcore_lab.store._sessions import (
     acquire_lease,
     check_writable,
@@ -68,6 +70,7 @@ from agcore_lab.store._sessions import (
     session_from_row,
     stored_version,
     update_session,
+    update_session_leased,
 )
 from agcore_lab.store._sessions import (
     release_lease as release_lease_row,
@@ -88,7 +91,7 @@ from agcore_lab.store.base import (
 from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
-    pass
+    from agcore_lab.store.roles.sessions import NewSession
 
 __all__ = ["SqliteStore"]
 
@@ -163,6 +166,19 @@ class SqliteStore(PendingOperations):
                     self._origin,
                     ckpt_id=checkpoint.ckpt_id,
                 )
+
+    def create_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        """Insert many new sessions (each with its first slots and checkpoint) in one
+        transaction, taking their turn leases for ``lease_holder`` when given; ``ConflictError``
+        — and nothing written — if an id is taken or given twice."""
+        if not sessions:
+            return
+        with self._write(sessions=[s.record.session_id for s in sessions]) as conn:
+            insert_sessions(
+                conn, sessions, self._origin, lease_holder=lease_holder, ttl=ttl, now=utcnow()
+            )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session's record, or ``None``."""
@@ -290,9 +306,9 @@ class SqliteStore(PendingOperations):
         encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
-            version = update_session(conn, session, holder=lease_holder, now=utcnow())
-            if release_lease and lease_holder is not None:
-                release_lease_row(conn, sid, lease_holder)
+            version = update_session_leased(
+                conn, session, holder=lease_holder, now=utcnow(), release=release_lease
+            )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
             riding, fresh = node_calls(conn, calls, links) if calls else ({}, {})
             renamed = insert_chain(conn, sid, messages, links, riding)
@@ -310,16 +326,40 @@ class SqliteStore(PendingOperations):
                 UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
             log_change(conn, sid, change, self._origin)
+            memory_at = None
             if checkpoint is not None:  # its parent and memory version, read in this write
                 latest = latest_checkpoint_id(conn, sid)
-                read = {"parent_ckpt_id": latest, "memory_version": latest_version(conn, sid)}
+                memory_at = latest_version(conn, sid)
+                read = {"parent_ckpt_id": latest, "memory_version": memory_at}
                 insert_checkpoint(conn, checkpoint.model_copy(update=read))
                 log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
             if encoded:
                 now = _ts(utcnow())
+                at = latest_version(conn, sid) if memory_at is None else memory_at
                 for key, value_json, metadata_json in encoded:
-                    write_memory(conn, sid, key, value_json, metadata_json, now)
+                    at = append_memory(conn, sid, key, value_json, metadata_json, now, after=at)
             return version
+
+    def commit_many(self, commits: Sequence[tuple[SessionRecord, dict[str, Any]]]) -> list[Any]:
+        """:meth:`commit` for each ``(session, keyword arguments)``, all in one transaction,
+        each in a savepoint of its own: each is kept or refused alone, exactly as when made
+        one after another, and the batch shares one commit. Returns, in order, each one's new
+        version or the exception it raised (nothing of a failed one is written).
+
+        ``ThreadedAsyncStore`` (the async seam) groups the commits that the sessions of one
+        event loop ask for in the same loop iteration (the children of a dispatch) this way.
+        """
+        results: list[Any] = []
+        with self._grouped():
+            for index, (session, parts) in enumerate(commits):
+                try:
+                    results.append(self.commit(session, **parts))
+                except Exception as exc:
+                    results.append(exc)
+                    if not self._group_intact():  # the rest cannot be written either
+                        results.extend([exc] * (len(commits) - index - 1))
+                        break
+        return results
 
     def load_slots(self, session_id: str) -> list[SlotRecord]:
         """The session's slots, in creation order."""

@@ -17,6 +17,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.store._commit_group import CommitGroup, wants_group
 from agcore_lab.store.aio import AsyncStore
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         Store,
     )
     from agcore_lab.store.pending import PendingToolCall
+    from agcore_lab.store.roles.sessions import NewSession
 
 __all__ = ["ThreadedAsyncStore", "as_async"]
 
@@ -75,10 +77,10 @@ class ThreadedAsyncStore:
         InvalidInputError: ``store`` is not a ``Store``.
 
     Thread-safety: as safe as the wrapped store (both backends may be called from several
-    threads); it keeps no state of its own.
+    threads); its only state is the commits waiting for their group (per event loop).
     """
 
-    __slots__ = ("_executor", "_store", "hop")
+    __slots__ = ("_executor", "_group", "_store", "hop")
 
     def __init__(self, store: Store, *, hop: bool = True, executor: Executor | None = None) -> None:
         from agcore_lab.store.base import Store
@@ -92,6 +94,10 @@ class ThreadedAsyncStore:
                 f"{type(store).__name__} lacks {', '.join(missing) or 'some of them'}"
             )
         self._store, self.hop, self._executor = store, hop, executor
+        # Commits on the loop (no hop) are grouped per loop iteration when the store can
+        # write several in one transaction (see agcore_lab.store._commit_group).
+        many = getattr(store, "commit_many", None) is not None
+        self._group = CommitGroup(store) if many and not hop else None
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self._store!r}, hop={self.hop})"
@@ -124,6 +130,13 @@ class ThreadedAsyncStore:
     ) -> None:
         return await self._run(
             self._store.create_session, record, slots=slots, checkpoint=checkpoint
+        )
+
+    async def acreate_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        return await self._run(
+            self._store.create_sessions, sessions, lease_holder=lease_holder, ttl=ttl
         )
 
     async def aget_session(self, session_id: str) -> SessionRecord | None:
@@ -171,6 +184,20 @@ class ThreadedAsyncStore:
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
+        if self._group is not None and wants_group():
+            parts = {
+                "messages": messages,
+                "links": links,
+                "slots": slots,
+                "pending": pending,
+                "lease_holder": lease_holder,
+                "change": change,
+                "calls": calls,
+                "release_lease": release_lease,
+                "checkpoint": checkpoint,
+                "memory": memory,
+            }
+            return await self._group.commit(session, parts)
         return await self._run(
             self._store.commit,
             session,

@@ -49,6 +49,11 @@ from agcore_lab.testing.async_checks import (
     check_async_protocol_mirrors_store,
     check_async_round_trip,
 )
+from agcore_lab.testing.batch_checks import (
+    check_commit_many_keeps_each_alone,
+    check_create_sessions,
+    check_create_sessions_reserves_leases,
+)
 from agcore_lab.testing.call_checks import (
     check_call_parts_outlive_failed_writes_and_cleanups,
     check_calls_follow_checkpoints,
@@ -376,6 +381,9 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_pending_expiry_on_list,
         check_checkpoint_pages,
         check_child_ids,
+        check_create_sessions,
+        check_create_sessions_reserves_leases,
+        check_commit_many_keeps_each_alone,
         check_async_protocol_mirrors_store,
         check_async_adapter_forwards_every_method,
         check_async_round_trip,

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
-__all__ = ["SessionStore"]
+__all__ = ["NewSession", "SessionStore"]
+
+
+class NewSession(NamedTuple):
+    """One session of :meth:`SessionStore.create_sessions`: its record, its first slots and
+    (optionally) its first checkpoint, as ``create_session`` takes them."""
+
+    record: SessionRecord
+    slots: Sequence[SlotRecord] = ()
+    checkpoint: CkptMeta | None = None
 
 
 @runtime_checkable
@@ -29,6 +38,19 @@ class SessionStore(Protocol):
         """Insert a new session and its first slots, in one transaction. Raises
         ``ConflictError`` if the id exists. ``checkpoint``: the session's first checkpoint,
         stored in the same transaction."""
+        ...
+
+    def create_sessions(
+        self, sessions: Sequence[NewSession], *, lease_holder: str | None = None, ttl: float = 0.0
+    ) -> None:
+        """Insert many new sessions, each as ``create_session`` would, in one transaction.
+
+        ``lease_holder``: take every new session's turn lease for ``lease_holder`` for ``ttl``
+        seconds in the same write (its first turn then starts without a write of its own).
+
+        Raises:
+            ConflictError: An id exists or is given twice; nothing is written.
+        """
         ...
 
     def get_session(self, session_id: str) -> SessionRecord | None:

@@ -9,10 +9,12 @@ import pytest
 
 from agcore_lab import (
     Agent,
+    DispatchConfig,
     InvalidInputError,
     ScriptedModel,
     SessionManager,
     SqliteStore,
+    SubTaskResult,
     Tool,
     ToolCall,
 )
@@ -238,3 +240,48 @@ def test_checkpoint_records_are_what_a_validation_of_their_fields_gives(tmp_path
         assert meta == checked and meta.model_fields_set == checked.model_fields_set
         assert type(meta.cost_usd) is float and type(meta.turn_index) is int
     assert (made[0].memory_version, made[0].turn_index, made[1].turn_index) == (0, 0, 1)
+
+
+def _transactions(statements: list[str]) -> list[list[str]]:
+    # The statements of each write transaction, in order.
+    done: list[list[str]] = []
+    current: list[str] | None = None
+    for statement in statements:
+        if statement.startswith("BEGIN IMMEDIATE"):
+            current = []
+        elif statement == "COMMIT" and current is not None:
+            done.append(current)
+            current = None
+        elif current is not None:
+            current.append(" ".join(statement.split()))
+    return done
+
+
+@pytest.mark.parametrize(("group", "commits"), [(False, 4), (True, 1)])
+def test_children_made_together_are_one_write_and_take_no_lease_of_their_own(
+    tmp_path: Path, group: bool, commits: int
+) -> None:
+    # Four tasks under a limit of four: the first makes the four children in one write
+    # (rows, start checkpoints, turn leases); their turns take no lease of their own. Their
+    # commits are one write each, or — with group_commits, coming in the same loop
+    # iteration — one transaction for the four.
+    store = SqliteStore(tmp_path / "all.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    statements = _writes(store)
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig(group_commits=group)
+    )
+    store.connection.set_trace_callback(None)
+    writes = _transactions(statements)
+    creates = [w for w in writes if any(s.startswith("INSERT INTO sessions") for s in w)]
+    assert len(creates) == 1
+    assert sum(s.startswith("INSERT INTO sessions") for s in creates[0]) == 4
+    assert len(writes) == 1 + commits
+    assert not [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
+    for result in results:
+        assert isinstance(result, SubTaskResult) and result.summary == "ok"
+        assert _lease(store, result.child_id) is None
+        labels = [c.label for c in manager.checkpointer.list_checkpoints_sync(result.child_id)]
+        assert labels == [None, "start"]
