@@ -3,35 +3,37 @@
 A call first runs on the caller's own thread, as far as its first real wait, with the loop
 *lent* to it: the loop thread holds :attr:`_Bridge.own` except while it waits for I/O, so a
 caller that takes ``own`` knows the loop is idle and will stay so until it lets go. Holding
-it, the caller makes the call's task, sets the bridge loop as its thread's running loop (and
-that loop's async-generator hooks, and the task as the loop's current task), and takes the
-coroutine's first step in a copy of its own context. Then:
+it, the caller sets the bridge loop as its thread's running loop (and that loop's
+async-generator hooks), makes the call's task as usual, takes the task's first step off the
+loop's ready queue and runs it itself, as an eager task (Python 3.12's ``eager_start``) would.
+Then:
 
-- the coroutine finished: that is the result, with no thread hop at all (the common case for
-  the SQLite store, whose methods are plain calls on the loop); the task, already made, ends
-  at the loop's next turn without running anything;
-- it waits on something: the task, which the coroutine saw as its current task, goes on with
-  it on the loop, handing the loop the very future the coroutine yielded, as ``yield from``
-  would; the caller waits for the outcome as before.
+- the coroutine finished: that is the result, with no thread hop, no wake-up of the loop and
+  nothing left for it to do (the common case: the SQLite store's methods are plain calls);
+- it waits on something: the task has registered its wait exactly as on the loop, and goes on
+  there; the caller wakes the loop (its wait was worked out before the step) and waits for
+  the outcome as for a posted call. The loop is woken too when a finished step scheduled
+  callbacks or timers.
 
 So whatever the coroutine does before its first wait sees what it would on the loop: the
-bridge loop from ``get_running_loop()``, its own task from ``current_task()``, the loop's
-hooks for async generators, the caller's context variables; locks and futures it makes
-belong to the bridge loop; nothing else runs on the loop meanwhile, so a step stays atomic
-as it is in asyncio. Only the thread differs, which is what ``asyncio.run`` would give too.
-Ctrl-C on the main thread during that step is held back until the step ends (then it
-cancels the coroutine at its wait and raises, as it does while the caller waits), so it never
-lands in the middle of the engine's synchronous code.
+bridge loop from ``get_running_loop()``, its own task from ``current_task()`` (asyncio's own
+task step ran it), the loop's hooks for async generators, a copy of the caller's context;
+locks and futures it makes belong to the bridge loop; nothing else runs on the loop
+meanwhile, so a step stays atomic as it is in asyncio. Only the thread differs, which is what
+``asyncio.run`` would give too. Ctrl-C on the main thread during the step is held back until
+the step ends (then it cancels the coroutine at its wait and raises, as it does while the
+caller waits), so it never lands in the middle of the engine's synchronous code.
 
-When the loop is busy, in asyncio debug mode (which checks that only the loop thread
-schedules callbacks), or without these asyncio internals, a call is posted to the loop and
-runs there entirely, as before.
+When the loop is busy (or waiting to take ``own`` back), in asyncio debug mode (which checks
+that only the loop thread schedules callbacks), or on Windows (no selector loop there by
+default), a call is posted to the loop and runs there entirely, as before. The step uses
+three asyncio internals of the loop we make ourselves: ``_ready``, ``_scheduled`` and
+``Handle._run``; the tests of ``tests/unit/test_aio_first_step.py`` pin what they give.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections.abc
 import concurrent.futures
 import contextvars
 import importlib
@@ -41,7 +43,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine, Generator
+from collections.abc import Coroutine
 from typing import Any, cast
 
 try:  # the C functions behind signal.signal / getsignal (their Python wrappers cost 3-10 us)
@@ -50,14 +52,11 @@ except ImportError:  # pragma: no cover - CPython has it everywhere
     _signal = None
 
 _events: Any = asyncio.events
-_tasks: Any = asyncio.tasks
 _get_running_loop = _events._get_running_loop
 _set_running_loop = _events._set_running_loop
-_enter_task: Any = getattr(_tasks, "_enter_task", None)
-_leave_task: Any = getattr(_tasks, "_leave_task", None)
-CAN_STEP_HERE = _enter_task is not None and _leave_task is not None and sys.platform != "win32"
-"""Whether a call's first step may run on the caller's thread here (asyncio's task
-bookkeeping is reachable, and the loop is a selector loop whose waits we can see)."""
+CAN_STEP_HERE = sys.platform != "win32"
+"""Whether a call's first step may run on the caller's thread here (the bridge loop is then
+a selector loop whose waits we can see)."""
 
 SPIN_SECONDS = 50e-6
 """How long a caller polls for its result (yielding the CPU between polls) before it blocks.
@@ -68,10 +67,6 @@ much CPU more. Nothing polls while no call is waiting."""
 _sched_yield = getattr(os, "sched_yield", None)
 _perf_counter = time.perf_counter
 _SIGINT = 2
-
-# A call's states. FIRST_WAIT: its first step ran on the caller's thread and yielded; the
-# task has not taken over yet.
-PENDING, FIRST_WAIT, RUNNING, DONE = 0, 1, 2, 3
 
 
 class _OwnedSelector(selectors.DefaultSelector):
@@ -185,8 +180,6 @@ class _Bridge:
 
     def post(self, call: Handoff) -> None:
         """Have the loop start ``call`` (from any thread but the loop's)."""
-        if call.done is None:
-            call.done = _locked()
         if self.efd is None:
             self.loop.call_soon_threadsafe(call.start, self.loop)
             return
@@ -209,12 +202,6 @@ class _Bridge:
 def _let_go(own: threading.Lock) -> bool:
     own.release()
     return False
-
-
-def _locked() -> threading.Lock:
-    lock = threading.Lock()
-    lock.acquire()
-    return lock
 
 
 class _HeldSigint:
@@ -248,89 +235,65 @@ def _hold_sigint() -> _HeldSigint | None:
 
 
 class Handoff:
-    """One ``run_sync`` call: the coroutine, its task, its outcome, and (once the loop may
-    finish it) a plain lock the caller waits on, released as the coroutine ends."""
+    """One ``run_sync`` call: the coroutine, its task on the loop, its outcome, and a plain
+    lock the caller waits on, released by the task itself as the coroutine ends (no done
+    callback, so no extra turn of the loop)."""
 
-    __slots__ = (
-        "cancelled",
-        "context",
-        "coro",
-        "done",
-        "dropped",
-        "error",
-        "result",
-        "state",
-        "task",
-        "yielded",
-    )
+    __slots__ = ("cancelled", "context", "coro", "done", "dropped", "error", "result", "task")
 
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.coro = coro
         self.context = contextvars.copy_context()  # the caller's, as call_soon_threadsafe does
-        self.done: threading.Lock | None = None
+        self.done = threading.Lock()
+        self.done.acquire()
         self.dropped = False
         self.cancelled = False
-        self.state = PENDING
         self.result: Any = None
         self.error: BaseException | None = None
-        self.yielded: Any = None
-        self.task: asyncio.Task[Any] | None = None
+        self.task: asyncio.Task[None] | None = None
 
     # -- the caller's thread --------------------------------------------------------------
 
     def step_here(self, bridge: _Bridge, running: asyncio.AbstractEventLoop | None) -> bool:
-        """Take the first step on this thread; ``bridge.own`` is held and is let go here.
+        """Run the task's first step on this thread; ``bridge.own`` is held, let go here.
 
-        Returns whether the coroutine finished. Raises ``KeyboardInterrupt`` if Ctrl-C came
-        during the step (the coroutine, if it goes on, is cancelled at its wait).
+        The task is made as usual, then its first step is taken off the loop's ready queue
+        and run here (what an eager task does). Returns whether the coroutine finished.
+        Raises ``KeyboardInterrupt`` if Ctrl-C came during the step (run_sync then cancels
+        the coroutine if it goes on).
         """
-        loop = bridge.loop
+        loop: Any = bridge.loop
+        ready, scheduled = loop._ready, loop._scheduled
         held = _hold_sigint()
         try:
             hooks = sys.get_asyncgen_hooks()
             _set_running_loop(loop)
             sys.set_asyncgen_hooks(*bridge.hooks)
             try:
-                self.task = task = loop.create_task(_Resume(self), context=self.context)
-                _enter_task(loop, task)
-                try:
-                    self.context.run(self._first_step)
-                finally:
-                    _leave_task(loop, task)
-                if self.state != DONE:
-                    self.done = _locked()
-                elif self.error is None and not self.cancelled and task.cancelling():
-                    self.cancelled = True  # it cancelled its own task, then returned
+                queued, timers = len(ready), len(scheduled)
+                self.task = task = loop.create_task(self._drive(), context=self.context)
+                first = _take_step(ready, task)
+                first._run()
+                finished = task.done()
+                if finished and task.cancelled():  # it cancelled its own task, then returned
+                    self.cancelled = True
+                # Wake the loop for the task, or for what the step scheduled (the loop's
+                # wait was worked out before the step); nothing else needs its turn.
+                wake = not finished or len(ready) != queued or len(scheduled) != timers
             finally:
                 sys.set_asyncgen_hooks(*hooks)
                 _set_running_loop(running)
                 bridge.own.release()
-            bridge.wake()  # the task's turn, and whatever the step scheduled
+            if wake:
+                bridge.wake()
         finally:
             if held is not None and held.restore():
-                raise KeyboardInterrupt  # run_sync cancels the coroutine if it goes on
-        return self.state == DONE
-
-    def _first_step(self) -> None:
-        try:
-            self.yielded = self.coro.send(None)
-        except StopIteration as stop:
-            self.result = stop.value
-            self.state = DONE
-        except asyncio.CancelledError:
-            self.cancelled = True
-            self.state = DONE
-        except BaseException as exc:  # the caller raises it
-            self.error = exc
-            self.state = DONE
-        else:
-            self.state = FIRST_WAIT
+                raise KeyboardInterrupt
+        return finished
 
     def wait(self, timeout: float | None) -> bool:
         """Wait for the outcome: poll (yielding) for up to :data:`SPIN_SECONDS`, then block."""
-        done = self.done
-        assert done is not None
-        acquire = done.acquire
+        acquire = self.done.acquire
         if acquire(False):
             return True
         started = _perf_counter()
@@ -356,95 +319,43 @@ class Handoff:
                 del error
         return self.result
 
-    # -- the loop's thread ----------------------------------------------------------------
+    # -- the loop's thread (or a caller holding ``own``) ----------------------------------
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:  # a posted call
         if self.dropped:  # the caller gave up before the loop got to it
             self.coro.close()
             return
-        self.task = loop.create_task(_Resume(self), context=self.context)
+        self.task = loop.create_task(self._drive(), context=self.context)
+
+    async def _drive(self) -> None:
+        try:
+            self.result = await self.coro
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise  # the task ends cancelled, as it would running the coroutine itself
+        except GeneratorExit:  # the task itself is being closed
+            raise
+        except BaseException as exc:  # the caller raises it; the loop carries on
+            self.error = exc
+        finally:
+            self.done.release()
 
     def drop(self) -> None:
         self.dropped = True
         if self.task is not None:
             self.task.cancel()
-        elif self.state == PENDING:  # not started (perhaps never queued: Ctrl-C in post)
+        else:  # not started (perhaps never queued: Ctrl-C while posting it)
             self.coro.close()
 
-    def finish(self) -> None:
-        self.state = DONE
-        done = self.done
-        if done is not None:
-            done.release()
 
-
-class _Resume(collections.abc.Coroutine[Any, Any, None]):
-    """What a call's task runs: the call's coroutine, carried on from wherever its first
-    step left it, and its outcome recorded for the caller (so the task itself ends quietly,
-    or cancelled when the coroutine was)."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Handoff) -> None:
-        self.call = call
-
-    def send(self, value: Any) -> Any:
-        call = self.call
-        state = call.state
-        if state == FIRST_WAIT:  # hand the task what the first step yielded
-            call.state = RUNNING
-            yielded, call.yielded = call.yielded, None
-            return yielded
-        if state == DONE:  # finished on the caller's thread
-            if call.cancelled:
-                raise asyncio.CancelledError
-            raise StopIteration
-        call.state = RUNNING
-        return self._advance(call.coro.send, value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        exc = typ if val is None else val
-        if isinstance(exc, type):
-            exc = exc()
-        call = self.call
-        state = call.state
-        if state == DONE:
-            raise exc
-        if state == PENDING:  # cancelled before it ever ran
-            call.coro.close()
-            call.cancelled = isinstance(exc, asyncio.CancelledError)
-            call.finish()
-            raise exc
-        if state == FIRST_WAIT:  # as Task.cancel would have cancelled the future it awaits
-            call.state = RUNNING
-            yielded, call.yielded = call.yielded, None
-            if isinstance(exc, asyncio.CancelledError) and asyncio.isfuture(yielded):
-                yielded.cancel()
-        return self._advance(call.coro.throw, exc)
-
-    def _advance(self, step: Any, value: Any) -> Any:
-        call = self.call
-        try:
-            return step(value)
-        except StopIteration as stop:
-            call.result = stop.value
-        except asyncio.CancelledError:
-            call.cancelled = True
-            call.finish()
-            raise  # the task ends cancelled, as it would running the coroutine itself
-        except GeneratorExit:  # the task itself is being closed
-            call.finish()
-            raise
-        except BaseException as exc:  # the caller raises it; the loop carries on
-            call.error = exc
-        call.finish()
-        raise StopIteration
-
-    def close(self) -> None:
-        call = self.call
-        if call.state != DONE:
-            call.coro.close()
-            call.finish()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        raise TypeError("a run_sync call is run by its task only")
+def _take_step(ready: deque[Any], task: asyncio.Task[None]) -> Any:
+    """Take the task's first step (just scheduled by ``create_task``) off the ready queue;
+    another thread's ``call_soon_threadsafe`` may have queued something after it."""
+    handle = ready[-1]
+    if getattr(handle._callback, "__self__", None) is task:
+        return ready.pop()
+    for handle in reversed(ready):  # pragma: no cover - a thread queued in between
+        if getattr(handle._callback, "__self__", None) is task:
+            ready.remove(handle)
+            return handle
+    raise RuntimeError("the bridge loop did not schedule the task's first step")

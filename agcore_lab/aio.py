@@ -36,9 +36,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
 from typing import Any, TypeVar, cast
 
-from agcore_lab._aio_bridge import DONE, _Bridge, _get_running_loop, _perf_counter
 from agcore_lab._aio_bridge import SPIN_SECONDS as SPIN_SECONDS
 from agcore_lab._aio_bridge import Handoff as _Handoff
+from agcore_lab._aio_bridge import _Bridge, _get_running_loop, _perf_counter
 from agcore_lab.errors import AsyncBridgeError
 
 __all__ = ["CrossLoopLock", "bridge_loop", "iterate_sync", "run_sync", "submit"]
@@ -98,7 +98,8 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     Args:
         coro: The coroutine to run.
         timeout: Seconds to wait before cancelling it and raising ``TimeoutError``, counted
-            from the call; a coroutine that finishes without waiting is never cut short.
+            from the call. As in asyncio, only a wait can be cut short: a first step taken on
+            the calling thread runs to its end.
 
     Raises:
         AsyncBridgeError: Called from the background loop (a coroutine or callback on it).
@@ -132,7 +133,7 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         if not call.wait(timeout):
             raise TimeoutError(f"the coroutine did not finish within {timeout} s")
     except BaseException:
-        if call.state != DONE:  # not finished: cancel it on the loop
+        if call.task is None or not call.task.done():  # cancel it on the loop
             bridge.loop.call_soon_threadsafe(call.drop)
         raise
     return cast(T, call.outcome())
