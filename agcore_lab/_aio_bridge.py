@@ -119,6 +119,13 @@ class _Bridge:
         self.loop: asyncio.AbstractEventLoop
         if self.first_step:
             self.loop = asyncio.SelectorEventLoop(_OwnedSelector(self))
+            # The internals a step uses; a Python whose loop lacks them posts every call.
+            internals: Any = self.loop
+            self.first_step = (
+                isinstance(getattr(internals, "_ready", None), deque)
+                and isinstance(getattr(internals, "_scheduled", None), list)
+                and hasattr(asyncio.Handle, "_run")
+            )
         else:
             self.loop = asyncio.new_event_loop()
         self.queue: deque[Handoff] = deque()
@@ -271,7 +278,8 @@ class Handoff:
             sys.set_asyncgen_hooks(*bridge.hooks)
             try:
                 queued, timers = len(ready), len(scheduled)
-                self.task = task = loop.create_task(self._drive(), context=self.context)
+                task: asyncio.Task[None] = loop.create_task(self._drive(), context=self.context)
+                self.task = task
                 first = _take_step(ready, task)
                 first._run()
                 finished = task.done()
