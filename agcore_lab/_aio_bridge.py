@@ -261,18 +261,21 @@ class Handoff:
 
     # -- the caller's thread --------------------------------------------------------------
 
-    def step_here(self, bridge: _Bridge, running: asyncio.AbstractEventLoop | None) -> bool:
-        """Run the task's first step on this thread; ``bridge.own`` is held, let go here.
+    def step_here(self, bridge: _Bridge, running: asyncio.AbstractEventLoop | None) -> bool | None:
+        """Run the task's first step on this thread if the loop is idle (``None`` if not).
 
-        The task is made as usual, then its first step is taken off the loop's ready queue
-        and run here (what an eager task does). Returns whether the coroutine finished.
-        Raises ``KeyboardInterrupt`` if Ctrl-C came during the step (run_sync then cancels
-        the coroutine if it goes on).
+        The loop is taken (``bridge.own``), the task is made as usual, then its first step
+        is taken off the loop's ready queue and run here (what an eager task does), and the
+        loop is let go. Returns whether the coroutine finished. Raises ``KeyboardInterrupt``
+        if Ctrl-C came meanwhile (run_sync then cancels the coroutine if it goes on); it is
+        held back from before the loop is taken, so it never leaves the loop taken.
         """
-        loop: Any = bridge.loop
-        ready, scheduled = loop._ready, loop._scheduled
         held = _hold_sigint()
         try:
+            if not bridge.may_step_here():
+                return None
+            loop: Any = bridge.loop
+            ready, scheduled = loop._ready, loop._scheduled
             hooks = sys.get_asyncgen_hooks()
             _set_running_loop(loop)
             sys.set_asyncgen_hooks(*bridge.hooks)
@@ -280,8 +283,7 @@ class Handoff:
                 queued, timers = len(ready), len(scheduled)
                 task: asyncio.Task[None] = loop.create_task(self._drive(), context=self.context)
                 self.task = task
-                first = _take_step(ready, task)
-                first._run()
+                _take_step(ready, task)._run()
                 finished = task.done()
                 if finished and task.cancelled():  # it cancelled its own task, then returned
                     self.cancelled = True

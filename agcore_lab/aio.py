@@ -123,14 +123,13 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     started = _perf_counter() if timeout is not None else 0.0
     call = _Handoff(coro)
     try:
-        if bridge.may_step_here():
-            if call.step_here(bridge, running):
-                return cast(T, call.outcome())
-        else:
+        finished = call.step_here(bridge, running)
+        if finished:
+            return cast(T, call.outcome())
+        if finished is None:  # the loop is busy: it runs the call
             bridge.post(call)  # inside: Ctrl-C may land just after the loop started the call
-        if timeout is not None:
-            timeout = max(timeout - (_perf_counter() - started), 0.0)
-        if not call.wait(timeout):
+        left = None if timeout is None else max(timeout - (_perf_counter() - started), 0.0)
+        if not call.wait(left):
             raise TimeoutError(f"the coroutine did not finish within {timeout} s")
     except BaseException:
         if call.task is None or not call.task.done():  # cancel it on the loop

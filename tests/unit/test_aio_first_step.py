@@ -413,3 +413,20 @@ def test_first_steps_behave_as_under_asyncio_run() -> None:
 
     expected, got = _parity(observe)
     assert got == expected == (True, True, False, "SelectorEventLoop")
+
+
+def test_ctrl_c_is_held_back_whenever_the_loop_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A KeyboardInterrupt while the caller holds the loop would leave it taken for good.
+    seen: list[object] = []
+    take = _Bridge.may_step_here
+
+    def watched(self: _Bridge) -> bool:
+        seen.append(signal.getsignal(signal.SIGINT))
+        taken = take(self)
+        seen.append(signal.getsignal(signal.SIGINT))
+        return taken
+
+    monkeypatch.setattr(_Bridge, "may_step_here", watched)
+    assert _steps_here()
+    assert seen and signal.default_int_handler not in seen
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
