@@ -178,12 +178,15 @@ class _Bridge:
         earlier wake is still pending, since that turn will see everything scheduled so far."""
         if self.woken:
             return
-        self.woken = True
-        efd = self.efd
-        if efd is None:
-            self.loop.call_soon_threadsafe(self._woke)
-        else:
-            os.eventfd_write(efd, 1)
+        try:
+            self.woken = True
+            if self.efd is None:
+                self.loop.call_soon_threadsafe(self._woke)
+            else:
+                os.eventfd_write(self.efd, 1)
+        except BaseException:  # Ctrl-C before the write: no wake is pending after all
+            self.woken = False
+            raise
 
     def post(self, call: Handoff) -> None:
         """Have the loop start ``call`` (from any thread but the loop's)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agcore_lab import aio
+from agcore_lab import _aio_bridge, aio
 from agcore_lab._aio_bridge import _Bridge
 from agcore_lab.aio import bridge_loop, run_sync, submit
 from agcore_lab.errors import AsyncBridgeError
@@ -430,3 +430,25 @@ def test_ctrl_c_is_held_back_whenever_the_loop_is_taken(monkeypatch: pytest.Monk
     assert _steps_here()
     assert seen and signal.default_int_handler not in seen
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_while_waking_the_loop_leaves_no_wake_owed(monkeypatch: pytest.MonkeyPatch) -> None:
+    bridge = _Bridge()
+    monkeypatch.setattr(aio, "_bridge", bridge)
+    real_write = _aio_bridge.os.eventfd_write
+
+    def interrupted_write(fd: int, value: int) -> None:
+        monkeypatch.setattr(_aio_bridge.os, "eventfd_write", real_write)
+        raise KeyboardInterrupt
+
+    try:
+        if bridge.efd is None:
+            pytest.skip("no eventfd here")
+        monkeypatch.setattr(_aio_bridge.os, "eventfd_write", interrupted_write)
+        with pytest.raises(KeyboardInterrupt):
+            run_sync(asyncio.sleep(0), timeout=5)
+        assert not bridge.woken
+        # Later calls still wake the loop, posted or stepped.
+        assert [run_sync(asyncio.sleep(0, n), timeout=5) for n in range(20)] == list(range(20))
+    finally:
+        _stop(bridge)
