@@ -197,21 +197,28 @@ class _Bridge:
         self.wake()
 
     def may_step_here(self) -> bool:
-        """Take the loop for a step on this thread if it is idle (then ``own`` is held)."""
-        return (
-            self.first_step
-            and not self.wanted
-            and self.own.acquire(False)
-            and (not self.loop.get_debug() or _let_go(self.own))
-        )
+        """Take the loop for a step on this thread if it is idle (then ``own`` is held).
+
+        Idle means waiting with nothing to do: no callback queued (say a widget's
+        ``submit`` that came just before), no call posted, no timer due. Those would run
+        before a posted call, so they run before this one too; the call is posted then.
+        """
+        if not self.first_step or self.wanted or not self.own.acquire(False):
+            return False
+        loop: Any = self.loop
+        scheduled = loop._scheduled
+        if (
+            loop._ready
+            or self.queue
+            or (scheduled and scheduled[0].when() <= loop.time())
+            or loop.get_debug()
+        ):
+            self.own.release()
+            return False
+        return True
 
     def alive(self) -> bool:
         return self.thread.is_alive()
-
-
-def _let_go(own: threading.Lock) -> bool:
-    own.release()
-    return False
 
 
 class _HeldSigint:

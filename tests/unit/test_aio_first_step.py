@@ -452,3 +452,18 @@ def test_ctrl_c_while_waking_the_loop_leaves_no_wake_owed(monkeypatch: pytest.Mo
         assert [run_sync(asyncio.sleep(0, n), timeout=5) for n in range(20)] == list(range(20))
     finally:
         _stop(bridge)
+
+
+def test_work_queued_on_the_loop_before_a_call_starts_before_it() -> None:
+    # A widget's submit() just before a cell's *_sync call: the call does not overtake it.
+    order: list[str] = []
+
+    async def note(name: str) -> None:
+        order.append(name)
+
+    for _ in range(200):
+        order.clear()
+        submitted = submit(note("submitted"))
+        run_sync(note("sync"), timeout=10)
+        submitted.result(10)
+        assert order == ["submitted", "sync"]
