@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -218,7 +219,7 @@ def test_both_ways_of_waking_the_loop_run_the_coroutine_there(eventfd: bool) -> 
     # eventfd where the platform has it; call_soon_threadsafe otherwise.
     bridge = aio._Bridge(eventfd=eventfd)
     try:
-        assert (bridge.efd is not None) == (eventfd and hasattr(aio.os, "eventfd"))
+        assert (bridge.efd is not None) == (eventfd and hasattr(os, "eventfd"))
 
         async def where(x: int) -> tuple[int, threading.Thread]:
             await asyncio.sleep(0)
@@ -234,7 +235,7 @@ def test_both_ways_of_waking_the_loop_run_the_coroutine_there(eventfd: bool) -> 
         bridge.thread.join(5)
         if bridge.efd is not None:
             bridge.loop.remove_reader(bridge.efd)
-            aio.os.close(bridge.efd)
+            os.close(bridge.efd)
         bridge.loop.close()
 
 

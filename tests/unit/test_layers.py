@@ -14,6 +14,7 @@ RANK = {
     "errors": -1,
     "ids": 0,
     "aio": 0,
+    "_aio_bridge": -1,  # the machinery under aio; imports nothing of ours
     "checks": 0,
     "llm": 1,
     "store": 2,
