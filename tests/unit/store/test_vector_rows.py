@@ -206,3 +206,29 @@ def test_a_low_parameter_limit_gives_smaller_statements() -> None:
             "ORDER BY seq"
         ).fetchall()
     assert rows == [(f"s{i}", i, i, i, docs[i].mime_type) for i in range(100)]
+
+
+def test_a_refused_small_add_leaves_the_blocks_it_would_have_merged() -> None:
+    # A small add takes the namespace's last small blocks into a new one (deleting them and
+    # moving their documents); refused, all of that is undone with it.
+    db = SqliteStore(":memory:")
+    store, other = SqliteVectorStore(db, "ns"), SqliteVectorStore(db, "ns")
+    rng = np.random.default_rng(5)
+    kept = rng.standard_normal((1, 384), dtype=np.float32)
+    store.add([Document(id="old", content="old")], kept)
+    with db.transaction(write=False) as conn:
+        before = conn.execute("SELECT block, count FROM vector_blocks").fetchall()
+    batch = [Document(id=i, content=i) for i in ("n1", "n2", "old", "n3")]
+    with pytest.raises(ConflictError, match="namespace 'ns': old; remove"):
+        other.add(batch, rng.standard_normal((4, 384), dtype=np.float32))
+    with db.transaction(write=False) as conn:
+        assert conn.execute("SELECT block, count FROM vector_blocks").fetchall() == before
+        assert conn.execute("SELECT doc_id, block, slot FROM vector_docs").fetchall() == [
+            ("old", before[0][0], 0)
+        ]
+    reopened = SqliteVectorStore(db, "ns")
+    assert np.allclose(reopened.vectors(), kept / np.linalg.norm(kept), atol=1e-6)
+    # The same add without the taken id merges the two into one block.
+    other.add(batch[:2] + batch[3:], rng.standard_normal((3, 384), dtype=np.float32))
+    with db.transaction(write=False) as conn:
+        assert conn.execute("SELECT count FROM vector_blocks").fetchall() == [(4,)]
