@@ -17,7 +17,7 @@ from __future__ import annotations
 import json.encoder
 import operator
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any
@@ -46,14 +46,15 @@ _OPTIONAL = ("source_id", "chunk_index", "start_index", "end_index", "mime_type"
 _ALWAYS = ("doc_id", "content", "metadata_json")
 
 
-def _row_encoder() -> Callable[[Any], str]:
-    """``compact``, faster for many small values: the C encoder behind ``_ENCODER``, built
-    once (``JSONEncoder.encode`` builds a new one per call, most of its cost for a small
-    dict). Same settings, so the same text; no circular-reference check (metadata is JSON
-    data, a tree). ``compact`` itself where the C accelerator is missing."""
+def _rows_encoder() -> Callable[[Sequence[Any]], Iterator[str]]:
+    """``compact`` of each value, faster for many small values: the C encoder behind
+    ``_ENCODER``, built once (``JSONEncoder.encode`` builds a new one per call, most of its cost
+    for a small dict), mapped over the values without a Python call per value. Same settings,
+    so the same text; no circular-reference check (metadata is JSON data, a tree). ``compact``
+    itself where the C accelerator is missing."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
-        return compact
+        return lambda values: map(compact, values)
     encode = make(
         None,
         _ENCODER.default,
@@ -65,10 +66,10 @@ def _row_encoder() -> Callable[[Any], str]:
         False,
         False,
     )
-    return lambda value: "".join(encode(value, 0))
+    return lambda values: map("".join, map(encode, values, repeat(0)))
 
 
-encode_row_json = _row_encoder()
+encode_row_jsons = _rows_encoder()
 
 
 _NONE = type(None)
@@ -155,9 +156,7 @@ def insert_doc_rows(
     # Every row's own values in one flat list (row after row), built at C speed.
     flat = list(
         chain.from_iterable(
-            zip(
-                ids, contents, map(encode_row_json, metas), *(optional[i] for i in own), strict=True
-            )
+            zip(ids, contents, encode_row_jsons(metas), *(optional[i] for i in own), strict=True)
         )
     )
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - 3 - len(shared)

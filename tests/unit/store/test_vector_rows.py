@@ -232,3 +232,26 @@ def test_a_refused_small_add_leaves_the_blocks_it_would_have_merged() -> None:
     other.add(batch[:2] + batch[3:], rng.standard_normal((3, 384), dtype=np.float32))
     with db.transaction(write=False) as conn:
         assert conn.execute("SELECT count FROM vector_blocks").fetchall() == [(4,)]
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_metadata_json_is_the_store_encoding_with_or_without_the_c_encoder(
+    monkeypatch: pytest.MonkeyPatch, accelerated: bool
+) -> None:
+    import json.encoder
+
+    from agcore_lab.store import _vector_rows
+    from agcore_lab.store._json import compact
+
+    if not accelerated:
+        monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    encode = _vector_rows._rows_encoder()
+    values: list[dict[str, Any]] = [
+        {},
+        {"source_id": "a.md", "chunk_index": 3},
+        {"title": "Café 会话 😀", "x": 0.25, "big": 1e16, "ok": True, "none": None},
+        {"nested": {"list": [1, "two", {"three": 3.0}]}, "quote": 'a "b" \\ c\n'},
+    ]
+    assert list(encode(values)) == [compact(v) for v in values]
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        list(encode([{"x": float("nan")}]))
