@@ -170,12 +170,16 @@ class InMemoryVectorStore:
             ConflictError: An id is already stored (and not in ``replace``).
         """
         docs = list(documents)
-        vectors = self._vectors(docs, embeddings)
+        vectors, ids = self._vectors(docs, embeddings)
         with self._lock:
             gone = [doc_id for doc_id in dict.fromkeys(id_list(replace, name="replace"))]
             gone = [doc_id for doc_id in gone if doc_id in self._index]
             leaving = set(gone)
-            taken = [d.id for d in docs if d.id in self._index and d.id not in leaving]
+            taken = (
+                []  # the usual case, answered at C speed
+                if self._index.keys().isdisjoint(ids)
+                else [i for i in ids if i in self._index and i not in leaving]
+            )
             if taken:
                 raise ConflictError(
                     f"ids already stored: {', '.join(taken[:5])}; remove them first or pass "
@@ -189,7 +193,7 @@ class InMemoryVectorStore:
             self._drop(gone)
             if gone and unit.shape[0]:  # the staged rows move down to follow the ones left
                 self._matrix[self._count : self._count + unit.shape[0]] = unit
-            self._append(docs, unit.shape[0])
+            self._append(docs, unit.shape[0], ids)
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove these ids; unknown ids are ignored (so it is idempotent).
@@ -233,12 +237,14 @@ class InMemoryVectorStore:
     def _persist_remove(self, gone: list[str]) -> None:
         """Store the removal durably before memory changes (nothing to do in memory)."""
 
-    def _vectors(self, docs: list[Document], embeddings: ArrayLike) -> NDArray[np.float32]:
+    def _vectors(
+        self, docs: list[Document], embeddings: ArrayLike
+    ) -> tuple[NDArray[np.float32], list[str]]:
         """Validate: a float32 ``(len(docs), dim)`` array, not yet normalized (the caller's
-        own array when it already is one: it is only read, never changed)."""
+        own array when it already is one: it is only read, never changed), and the ids."""
         vectors = as_float32(embeddings, "embeddings", copy=False)
         if vectors.size == 0 and not docs:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
+            return np.zeros((0, self._dim or 0), dtype=np.float32), []
         if vectors.ndim != 2 or vectors.shape[0] != len(docs):
             raise InvalidInputError(
                 f"need one vector per document: {len(docs)} documents, embeddings of shape "
@@ -257,7 +263,7 @@ class InMemoryVectorStore:
         ids = [doc.id for doc in docs]
         if len(set(ids)) != len(ids):
             raise InvalidInputError(f"id {_first_repeat(ids)!r} appears twice in one add")
-        return vectors
+        return vectors, ids
 
     def _stage(self, vectors: NDArray[np.float32]) -> NDArray[np.float32]:
         """Normalize ``vectors`` straight into the free rows after the stored ones (growing
@@ -318,7 +324,7 @@ class InMemoryVectorStore:
         count = self._count
         if not added:
             return
-        new_ids = [d.id for d in docs if isinstance(d, Document)] if ids is None else list(ids)
+        new_ids = [d.id for d in docs if isinstance(d, Document)] if ids is None else ids
         self._index.update(zip(new_ids, range(count, count + len(new_ids)), strict=True))
         self._ids.extend(new_ids)
         self._rows.extend(docs)

@@ -15,25 +15,24 @@ block takes in the namespace's last blocks while they are no bigger than what is
 and all of it fits in one block (like a binary counter, so each vector is rewritten
 O(log block size) times). A removal rewrites the blocks it touches. ``vector_namespaces``
 records each namespace's dimension, so two processes cannot mix lengths in one namespace.
+The documents' rows are written a block at a time by multi-row INSERTs
+(:mod:`agcore_lab.store._vector_rows`).
 
 Used by :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore`; every function runs inside
-a transaction the caller holds, except :func:`truncate_wal`.
+a transaction the caller holds, except :func:`truncate_wal`. An id stored already makes
+:func:`insert_vectors` raise with that transaction rolled back (the rows' INSERT is OR ROLLBACK).
 """
 
 from __future__ import annotations
 
-import json.encoder
-import operator
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
-from agcore_lab.store._json import _ENCODER, compact
+from agcore_lab.store._vector_rows import DocColumns, Segment, insert_doc_rows
 
 __all__ = [
     "BLOCK_BYTES",
@@ -53,94 +52,6 @@ BLOCK_BYTES = 1 << 17
 # (doc ids, (content, metadata_json, mime_type) per row, a float32 matrix whose first rows are
 # the vectors)
 VectorRows = tuple[list[str], list[tuple[str, str, str]], NDArray[np.float32]]
-# The documents to insert, column by column: contents, metadata dicts, MIME types.
-DocColumns = tuple[Sequence[str], Sequence[dict[str, Any]], Sequence[str]]
-
-
-def _row_encoder() -> Callable[[Any], str]:
-    """``compact``, faster for many small values: the C encoder behind ``_ENCODER``, built
-    once (``JSONEncoder.encode`` builds a new one per call, most of its cost for a small
-    dict). Same settings, so the same text; no circular-reference check (metadata is JSON
-    data, a tree). ``compact`` itself where the C accelerator is missing."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return compact
-    encode = make(
-        None,
-        _ENCODER.default,
-        json.encoder.encode_basestring,
-        None,
-        _ENCODER.key_separator,
-        _ENCODER.item_separator,
-        False,
-        False,
-        False,
-    )
-    return lambda value: "".join(encode(value, 0))
-
-
-_encode_row_json = _row_encoder()
-
-
-_NONE = type(None)
-_TEXT: frozenset[type] = frozenset({_NONE, str})
-_WHOLE: frozenset[type] = frozenset({_NONE, int})
-
-
-def _text_or_null(value: object) -> object:
-    return value if value is None or isinstance(value, str) else None
-
-
-def _whole_or_null(value: object) -> object:
-    if value is None or type(value) is int:
-        return value
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _flat_column(
-    metas: Sequence[dict[str, Any]],
-    key: str,
-    plain: frozenset[type],
-    keep: Callable[[object], object],
-) -> list[Any]:
-    """``metadata[key]`` of each document for a flat column: NULL where it is missing or not
-    of the column's type. Whole columns at C speed (``map``); a value-by-value pass only when
-    some value is of another type than ``plain`` lets through as it is."""
-    count = len(metas)
-    if not any(map(operator.contains, metas, repeat(key, count))):
-        return [None] * count
-    values = list(map(operator.methodcaller("get", key), metas))
-    if set(map(type, values)) <= plain:
-        return values
-    return list(map(keep, values))
-
-
-def _doc_rows(
-    namespace: str,
-    ids: Sequence[str],
-    documents: DocColumns,
-    blocks_of: list[int],
-    slots: list[int],
-) -> Iterator[tuple[Any, ...]]:
-    """The ``vector_docs`` rows, zipped from columns (a flat column is NULL unless its value
-    has its type; ``metadata_json`` holds all of the metadata). Nothing per document is built
-    but the strings bound and one row tuple at a time, so a bulk add leaves the garbage
-    collector nothing to walk."""
-    contents, metas, mime_types = documents
-    return zip(
-        repeat(namespace, len(ids)),
-        ids,
-        _flat_column(metas, "source_id", _TEXT, _text_or_null),
-        _flat_column(metas, "chunk_index", _WHOLE, _whole_or_null),
-        _flat_column(metas, "start_index", _WHOLE, _whole_or_null),
-        _flat_column(metas, "end_index", _WHOLE, _whole_or_null),
-        mime_types,
-        contents,
-        map(_encode_row_json, metas),
-        blocks_of,
-        slots,
-        strict=True,
-    )
 
 
 def namespace_dim(conn: sqlite3.Connection, namespace: str) -> int | None:
@@ -235,8 +146,7 @@ def insert_vectors(
         merged.append((block, size))
         pending += size
     merged.reverse()
-    blocks_of: list[int] = []  # per new document: its block and its slot
-    slots: list[int] = []
+    segments: list[Segment] = []  # (block, first slot, start, stop) per run of new documents
     start = 0
     if merged:
         old = b"".join(
@@ -256,29 +166,23 @@ def insert_vectors(
                 (block, offset, namespace, b),
             )
             offset += size
-        blocks_of, slots = [block] * count, list(range(offset, offset + count))
+        segments.append((block, offset, 0, count))
         start = count
     while start < count:
         stop = min(start + capacity, count)
         block = _insert_block(conn, namespace, raw[start * width : stop * width], stop - start)
-        blocks_of += [block] * (stop - start)
-        slots += range(stop - start)
+        segments.append((block, 0, start, stop))
         start = stop
-    conn.execute("SAVEPOINT vector_docs")
     try:
-        conn.executemany(
-            "INSERT INTO vector_docs (namespace, doc_id, source_id, chunk_index, start_index, "
-            "end_index, mime_type, content, metadata_json, block, slot) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            # Rows zipped from columns: each row's tuple is gone once bound, so a bulk add
-            # does not hold (and make the garbage collector walk) one more object per document.
-            _doc_rows(namespace, ids, documents, blocks_of, slots),
-        )
+        insert_doc_rows(conn, namespace, ids, documents, segments, capacity)
     except sqlite3.IntegrityError:
-        # Perhaps the unique index on (namespace, doc_id) refused a row: an id stored
-        # already, perhaps by another process. Which ones is asked only now, with this
-        # batch's rows undone (the caller's transaction then rolls back everything).
-        conn.execute("ROLLBACK TO vector_docs")
+        # The unique index on (namespace, doc_id) refused a row: an id stored already, perhaps
+        # by another process. The INSERT is OR ROLLBACK (so SQLite keeps no statement journal
+        # for it): the whole transaction is undone by now, and what is stored is what others
+        # committed, so which ids are taken is asked only now. A transaction still open means
+        # something else failed (a trigger's RAISE(ABORT)): the caller rolls it back.
+        if conn.in_transaction:
+            raise
         taken = _taken(conn, namespace, list(ids))
         if not taken:
             raise
@@ -287,7 +191,6 @@ def insert_vectors(
             "remove them first or add them with replace=[...]",
             namespace=namespace,
         ) from None
-    conn.execute("RELEASE vector_docs")
 
 
 def _taken(conn: sqlite3.Connection, namespace: str, ids: list[str]) -> list[str]:
