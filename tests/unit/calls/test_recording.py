@@ -24,6 +24,7 @@ from agcore_lab.agent.slots import SlotMode
 from agcore_lab.agent.summary import SummaryConfig
 from agcore_lab.errors import InvalidInputError, ModelError, SessionNotFoundError
 from agcore_lab.llm.base import ChatResponse, ModelStreamEvent, ToolSpec
+from agcore_lab.llm.call_record import note_retry
 from agcore_lab.llm.messages import Message, ToolMessage
 
 
@@ -413,3 +414,36 @@ def test_a_turns_call_row_is_small_with_a_system_prompt_and_tools(tmp_path: Path
     call = store.list_calls(session.session_id)[-1]
     assert [m.role for m in call.request_messages[:2]] == ["system", "user"]
     assert call.injected == {0: "system_prompt"} and call.tools[0].name == "add"
+
+
+class _Retrying:
+    """A model whose backend retries its first request twice and its third once."""
+
+    model_name = "retrying"
+
+    def __init__(self) -> None:
+        self.inner = ScriptedModel([ToolCall(name="add", arguments={"a": 1, "b": 2}), "3", "again"])
+        self.requests = 0
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> ChatResponse:
+        self.requests += 1
+        for _ in range({1: 2, 3: 1}.get(self.requests, 0)):
+            note_retry()
+        return await self.inner.complete(messages, tools=tools)
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[ModelStreamEvent]:
+        return self.inner.stream(messages, tools=tools)
+
+
+def test_each_call_counts_its_own_retries(tmp_path: Path) -> None:
+    session = AgentSession(
+        Agent(name="r", model=_Retrying(), tools=[add]), store=SqliteStore(tmp_path / "r.db")
+    )
+    session.submit_turn_sync("1 + 2?")  # two calls: retried twice, then not at all
+    session.submit_turn_sync("again?")  # one call, retried once
+    calls = session.store.list_calls(session.session_id)
+    assert [c.retries for c in calls] == [2, 0, 1]
