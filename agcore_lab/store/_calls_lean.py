@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
+from agcore_lab.llm.messages import Message
 from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store._call_blobs import interned, message_body, tools_body
 from agcore_lab.store._calls import (
@@ -89,7 +92,10 @@ def _names(slot_id: str, model: str) -> str:
     return found
 
 
-def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+_Shape = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def _suffix(note: CallNote, count: int) -> _Shape | None:
     """The parts of a turn's usual request after its tail count — ``,"T"]`` or
     ``,"T",[p...],"i"]`` — and the blobs they name, or ``None`` for another shape. Kept per
     labels, head messages and tools (by object: the cache holds them, so their ids stay
@@ -102,6 +108,16 @@ def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...
         heads = request.head  # the usual request: no look at the window's history
     else:
         heads = tuple(request[i] for i in range(count))
+    hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
+    if (
+        hot is not None
+        and note.injected is hot[0]
+        and len(heads) == len(hot[1])
+        and len(tools) == len(hot[2])
+        and all(map(operator.is_, heads, hot[1]))
+        and all(map(operator.is_, tools, hot[2]))
+    ):
+        return hot[3]
     letters = _letters(note.injected)
     key = (letters, *map(id, heads), 0, *map(id, tools))
     found = _SUFFIXES.get(key)
@@ -118,7 +134,15 @@ def _suffix(note: CallNote, count: int) -> tuple[str, tuple[tuple[str, str], ...
         if len(_SUFFIXES) >= 1_000:
             _SUFFIXES.clear()
         found = _SUFFIXES[key] = (whole[2:], tuple(blobs), (heads, tuple(tools)))
-    return found[0], found[1]
+    shape = (found[0], found[1])
+    # The injected labels are compared by identity: the usual ones are a shared dict
+    # (SYSTEM_PROMPT_ONLY) or None; the heads and tools are held here (their ids stay theirs).
+    _HOT[0] = (note.injected, heads, tuple(tools), shape)
+    return shape
+
+
+# (injected labels, heads, tools, shape) of the last call _suffix worked out.
+_HOT: list[tuple[object, tuple[Message, ...], tuple[ToolSpec, ...], _Shape] | None] = [None]
 
 
 # (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
