@@ -217,7 +217,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if blobs:
             conn.executemany(_INSERT_BLOB, list(blobs.items()))
             add_fresh(fresh, note.session_id, _NODE_STORED, (call_key + offset,), set(blobs))
-        usage = note.usage
+        usage, started = note.usage, note.started_ns  # started: the id's clock, as a rule
         rare = ""
         if note.ttft_ns is not None or note.params or note.retries or note.streamed:
             rare = _rare(note)
@@ -226,7 +226,8 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         found[response_id] = (
             f"[{offset << 20 | value & _MASK},{note.turn_index},{_names(note.slot_id, note.model)},"
             f"{usage.prompt_tokens},{usage.completion_tokens},{cost!r},"
-            f"{call_key // 1000 - note.started_ns // 1000},{(note.latency_ns + 500) // 1000},"
+            f"{0 if started == call_key else call_key // 1000 - started // 1000},"
+            f"{(note.latency_ns + 500) // 1000},"
             f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
         )
     return found, fresh
