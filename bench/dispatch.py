@@ -14,9 +14,10 @@ new file; the median of ``--warm`` runs):
 - how much of the CPU went to Python's garbage collector (part of "the rest");
 - the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child.
 
-A child is made with the next ``limit - 1`` waiting tasks' children in one write (with their
-turn leases), so the writes per child are a little over 1 (its commit).
-``--no-record-calls`` runs the children without model-call records, to show their share;
+Children are made ``limit`` at a time in one write (with their turn leases), the next group
+while the lanes wait for their models, so the writes per child are a little over 1 (its
+commit). ``--no-record-calls`` runs the children without model-call records, to show their
+share.
 
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
     [--no-record-calls]
