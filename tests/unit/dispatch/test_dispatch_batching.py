@@ -234,3 +234,36 @@ def test_the_next_group_is_made_while_the_lanes_wait_for_their_models(tmp_path: 
             creates, fresh = creates + 1, False
     assert creates == 3 and sum(s.startswith("INSERT INTO sessions") for s in statements) == 6
     assert not [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
+
+
+def test_a_group_made_ahead_that_fails_fails_its_tasks_when_they_are_admitted(
+    tmp_path: Path,
+) -> None:
+    # Limit 2: b takes the last child made ahead, and its model removes the parent before
+    # the next group (c's and d's children) is made: that write fails, c and d fail without
+    # a child when admitted, a and b complete.
+    manager, lead = _manager(tmp_path)
+
+    class Destroys(ScriptedModel):
+        async def complete(self, messages, *, tools=()):  # type: ignore[no-untyped-def]
+            if messages[-1].text == "b":
+                manager.store.delete_session(lead)  # another writer, meanwhile
+            return await super().complete(messages, tools=tools)
+
+    worker = Agent(name="w", model=Destroys(lambda m: "ok", latency=0.05))
+    results = manager.dispatch_all_sync(
+        lead, [(worker, t) for t in "abcd"], DispatchConfig(max_concurrency=2)
+    )
+    assert [type(r).__name__ for r in results] == [
+        "SubTaskResult",
+        "SubTaskResult",
+        "SubTaskError",
+        "SubTaskError",
+    ]
+    for failed in results[2:]:
+        assert isinstance(failed, SubTaskError) and failed.child_id is None
+        assert isinstance(failed.error, SessionNotFoundError)
+    progress = manager.last_dispatch
+    assert progress is not None
+    assert progress.statuses == ["completed", "completed", "failed", "failed"]
+    assert sorted(manager.store.child_ids(lead)) == sorted(r.child_id for r in results[:2])
