@@ -14,14 +14,13 @@ new file; the median of ``--warm`` runs):
 - how much of the CPU went to Python's garbage collector (part of "the rest");
 - the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child.
 
-A child is made with the next ``limit - 1`` waiting tasks' children in one write (with their
-turn leases), so the writes per child are a little over 1 (its commit).
-``--no-record-calls`` runs the children without model-call records, to show their share;
-``--group-commits`` turns ``DispatchConfig(group_commits=True)`` on (fewer writes and less CPU
-per child, but the children of a wave then move in lockstep: more wall time).
+Children are made ``limit`` at a time in one write (with their turn leases), the next group
+while the lanes wait for their models, so the writes per child are a little over 1 (its
+commit). ``--no-record-calls`` runs the children without model-call records, to show their
+share.
 
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
-    [--no-record-calls] [--group-commits]
+    [--no-record-calls]
 """
 
 from __future__ import annotations
@@ -101,7 +100,6 @@ async def run(
     db: Path,
     *,
     record_calls: bool = True,
-    group_commits: bool = False,
 ) -> Run:
     store = SqliteStore(db)
     manager = SessionManager(store)
@@ -119,7 +117,7 @@ async def run(
     results = await manager.dispatch_all(
         lead,
         [(worker, f"task {i}") for i in range(tasks)],
-        DispatchConfig(max_concurrency=limit, group_commits=group_commits),
+        DispatchConfig(max_concurrency=limit),
     )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     gc.callbacks.remove(collector)
@@ -189,17 +187,11 @@ def main() -> None:
     parser.add_argument(
         "--no-record-calls", action="store_true", help="children keep no model-call records"
     )
-    parser.add_argument(
-        "--group-commits",
-        action="store_true",
-        help="DispatchConfig(group_commits=True): less CPU, children in lockstep",
-    )
     args = parser.parse_args()
     record = not args.no_record_calls
     print(
         f"tasks: {args.tasks}  limit: {args.limit}  latency: {args.latency}s  "
-        f"model-call records: {'on' if record else 'off'}  "
-        f"group commits: {'on' if args.group_commits else 'off'}"
+        f"model-call records: {'on' if record else 'off'}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         runs = [

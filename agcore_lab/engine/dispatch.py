@@ -1,8 +1,9 @@
 """Sub-agent dispatch: a parent session hands tasks to sub-agents running as child sessions.
 
 ``dispatch`` runs one task; ``dispatch_all`` runs many in parallel under a concurrency limit
-(an ``asyncio.Semaphore``), returns results in input order, and keeps going when one fails
-(the failure keeps its place as a :class:`SubTaskError`); ``dispatch_stream`` streams one.
+(that many lanes: see :mod:`agcore_lab.engine.dispatch_all`), returns results in input order,
+and keeps going when one fails (the failure keeps its place as a :class:`SubTaskError`);
+``dispatch_stream`` streams one.
 
 Memory flows both ways:
 

@@ -1,24 +1,27 @@
 """One ``dispatch_all``: many tasks as child sessions under a concurrency limit.
 
+The tasks run in ``max_concurrency`` lanes (tasks of the event loop), each taking the next
+waiting task, in input order, as soon as its child is done: a lane goes from one child's end to
+the next one's model call in one step of its own. (Tasks that each waited for a semaphore would
+be resumed a loop iteration after the release: the children whose models answered together
+would all finish first and then all start together, and each wave would wait for the whole
+wave's work, so the children moved in lockstep.) Lanes that start together end up one after
+another, each its own work behind the one before, and stay so.
+
 Children are made in groups, one store write each (rows, start checkpoints, each child's turn
 lease: ``SessionManager.create_children(..., reserve=True)``, so a child's turn starts
-without a write of its own): a task admitted under the limit with no child made for it yet
-makes its own and those of the next ``max_concurrency - 1`` waiting tasks, each of which then
-takes its child the moment it is admitted. A dispatch cancelled before it started makes no
+without a write of its own), for the next ``max_concurrency`` waiting tasks. The first task
+makes its group in its lane; the task that takes the last child made ahead has the next group
+made by a task of its own, which runs once that lane awaits its model: in the gap after a wave,
+not in front of the lanes that wake behind it. A dispatch cancelled before it started makes no
 child; one cancelled later marks every child it made but did not start ``cancelled``.
-
-The group is made by the admitted task itself, before its turn, and each later task starts
-its turn as soon as it is admitted: nothing makes the children of one wave wait for each
-other, so they keep the pace of their lanes (children that wait for a shared step — as the
-commit groups of ``DispatchConfig(group_commits=True)`` do — move in lockstep after it, and
-each then waits for the whole wave's work).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agcore_lab.engine.dispatch_types import (
     DispatchConfig,
@@ -26,7 +29,6 @@ from agcore_lab.engine.dispatch_types import (
     SubTaskError,
     SubTaskResult,
 )
-from agcore_lab.store._commit_group import grouped_commits
 
 if TYPE_CHECKING:
     from agcore_lab.agent.agent import Agent
@@ -58,7 +60,9 @@ class DispatchRun:
             child_ids=[None] * len(tasks),
             statuses=["waiting"] * len(tasks),
         )
-        self._gate = asyncio.Semaphore(config.max_concurrency)
+        self._results: list[Outcome | None] = [None] * len(tasks)
+        self._next = 0  # the next task a free lane takes
+        self._makers: set[asyncio.Future[list[AgentSession]]] = set()  # groups made ahead
         self._inherited: list[MemoryEntry] = []
         self._ahead: dict[int, asyncio.Future[AgentSession]] = {}  # made before admission
         self._cursor = 0  # the tasks before it were admitted or made ahead
@@ -71,18 +75,21 @@ class DispatchRun:
 
     async def run(self) -> list[Outcome]:
         """Run every task; results in input order (see ``Dispatcher.dispatch_all``)."""
-        jobs: list[asyncio.Future[Outcome]] = []
+        jobs: list[asyncio.Future[None]] = []
         try:
             try:  # the parent's memory, as it is at dispatch time, for every child
                 self._inherited = await self._dispatcher._inherited(self._parent_id, self._config)
             except Exception as exc:  # before any child existed (e.g. an unknown parent)
                 return self._none_spawned(exc)
-            jobs = [asyncio.ensure_future(self._one(i, t)) for i, (_, t) in enumerate(self._tasks)]
-            return list(await asyncio.gather(*jobs))
+            lanes = min(self._config.max_concurrency, len(self._tasks))
+            jobs = [asyncio.ensure_future(self._lane()) for _ in range(lanes)]
+            await asyncio.gather(*jobs)
+            return [result for result in self._results if result is not None]
         except asyncio.CancelledError:
-            for job in jobs:
+            running: list[asyncio.Future[Any]] = [*jobs, *self._makers]
+            for job in running:
                 job.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
+            await asyncio.gather(*running, return_exceptions=True)
             for future in self._ahead.values():  # made ahead for tasks that never started
                 if not future.done():
                     future.cancel()
@@ -97,39 +104,44 @@ class DispatchRun:
             self._report()
             raise
 
+    async def _lane(self) -> None:
+        # One of max_concurrency lanes: it runs the next waiting task, then the one after.
+        tasks = self._tasks
+        while self._next < len(tasks):
+            index = self._next
+            self._next += 1
+            self._results[index] = await self._one(index, tasks[index][1])
+
     async def _one(self, index: int, task: str) -> Outcome:
-        if self._config.group_commits:
-            grouped_commits()  # this task's own context: its child's commit joins its wave's
         progress = self.progress
-        async with self._gate:
-            progress.waiting -= 1
-            progress.running += 1
-            progress.peak_running = max(progress.peak_running, progress.running)
-            progress.statuses[index] = "running"
+        progress.waiting -= 1
+        progress.running += 1
+        progress.peak_running = max(progress.peak_running, progress.running)
+        progress.statuses[index] = "running"
+        self._report()
+        try:
+            result: Outcome = await self._child_task(index, task)
+            progress.done += 1
+            progress.statuses[index] = "completed"
+        except SubTaskError as exc:
+            result = exc
+            progress.failed += 1
+            progress.statuses[index] = exc.status
+        except Exception as exc:  # outside the child's turn (e.g. its creation)
+            child = self._made.get(index)
+            result = SubTaskError(
+                f"sub-task failed: {exc!r}",
+                child_id=child.session_id if child is not None else None,
+                task=task,
+                status="failed",
+                error=exc,
+            )
+            progress.failed += 1
+            progress.statuses[index] = "failed"
+        finally:
+            progress.running -= 1
             self._report()
-            try:
-                result: Outcome = await self._child_task(index, task)
-                progress.done += 1
-                progress.statuses[index] = "completed"
-            except SubTaskError as exc:
-                result = exc
-                progress.failed += 1
-                progress.statuses[index] = exc.status
-            except Exception as exc:  # outside the child's turn (e.g. its creation)
-                child = self._made.get(index)
-                result = SubTaskError(
-                    f"sub-task failed: {exc!r}",
-                    child_id=child.session_id if child is not None else None,
-                    task=task,
-                    status="failed",
-                    error=exc,
-                )
-                progress.failed += 1
-                progress.statuses[index] = "failed"
-            finally:
-                progress.running -= 1
-                self._report()
-            return result
+        return result
 
     async def _child_task(self, index: int, task: str) -> SubTaskResult:
         child = await self._spawn(index)
@@ -140,30 +152,52 @@ class DispatchRun:
 
     async def _spawn(self, index: int) -> AgentSession:
         made = self._ahead.pop(index, None)
-        if made is not None:  # made with an earlier task's group
-            return await made
+        if made is None:  # nothing made for it: its group is made now, in its lane
+            group = [index, *self._next_waiting(self._config.max_concurrency - 1)]
+            return (await self._make(group, self._promise(group[1:])))[0]
+        if not self._ahead:  # it took the last child made ahead: the next group is made
+            group = self._next_waiting(self._config.max_concurrency)
+            if group:
+                maker = asyncio.ensure_future(self._make(group, self._promise(group)))
+                self._makers.add(maker)
+                maker.add_done_callback(self._maker_done)
+        return await made
+
+    def _promise(self, group: list[int]) -> list[asyncio.Future[AgentSession]]:
+        # A future per task whose child a group makes for it, where its lane will look.
         loop = asyncio.get_running_loop()
-        ahead = self._next_waiting(self._config.max_concurrency - 1)
-        for waiting in ahead:
-            self._ahead[waiting] = loop.create_future()
-        group = [index, *ahead]
+        futures: list[asyncio.Future[AgentSession]] = [loop.create_future() for _ in group]
+        self._ahead.update(zip(group, futures, strict=True))
+        return futures
+
+    async def _make(
+        self, group: list[int], futures: list[asyncio.Future[AgentSession]]
+    ) -> list[AgentSession]:
+        # One write for the children of ``group``; ``futures`` are those of its last tasks
+        # (all of them for a group made ahead, the others for a lane's own).
         try:
             children = await self._dispatcher._create_batch(
                 self._parent_id, [self._tasks[i][0] for i in group], self._inherited, self._config
             )
         except BaseException as exc:
-            for waiting in ahead:  # their tasks fail as this one does when admitted
-                future = self._ahead[waiting]
-                if isinstance(exc, Exception):
-                    future.set_exception(exc)
-                else:
-                    future.cancel()
+            for future in futures:  # their tasks fail as this one did, when admitted
+                if not future.done():
+                    if isinstance(exc, Exception):
+                        future.set_exception(exc)
+                    else:
+                        future.cancel()
             raise
         for i, child in zip(group, children, strict=True):
             self._made[i] = child
-            if i != index:
-                self._ahead[i].set_result(child)
-        return children[0]
+        for future, child in zip(futures, children[len(group) - len(futures) :], strict=True):
+            if not future.done():
+                future.set_result(child)
+        return children
+
+    def _maker_done(self, maker: asyncio.Future[list[AgentSession]]) -> None:
+        self._makers.discard(maker)
+        if not maker.cancelled():
+            maker.exception()  # retrieved: its group's tasks get the error when admitted
 
     def _next_waiting(self, room: int) -> list[int]:
         # The next tasks still waiting for the limit, in the order they will be admitted.

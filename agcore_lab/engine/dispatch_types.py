@@ -41,12 +41,6 @@ class DispatchConfig(CheckedModel):
             handle: ``current_shared_memory()`` inside its tools, and
             ``dispatcher.shared_memory_for(child_id)`` from anywhere.
         timeout: Seconds a child's task may take before it is marked timed out.
-        group_commits: In ``dispatch_all``, commit the turns of children that finish in the
-            same event-loop iteration in one transaction (each in a savepoint of its own):
-            fewer writes and less CPU per child, but children that finished together go on
-            in lockstep, so with equal latencies each wave waits for the whole wave's work
-            (the wall time grows by about ``max_concurrency`` x the CPU per child per wave).
-            Off by default: throughput for latency.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -56,7 +50,6 @@ class DispatchConfig(CheckedModel):
     bridge_keys: list[str] | None = None
     shared_namespace: str | None = None
     timeout: float | None = Field(default=None, gt=0)
-    group_commits: bool = False
 
 
 class SubTaskResult(BaseModel):

@@ -44,7 +44,6 @@ class SqliteConnection:
     read_only: bool
     schema_version: int
     _origin: str
-    _grouping = False  # inside _grouped: writes are savepoints of its transaction
 
     def __init__(
         self, path: str | Path = "agcore.db", *, timeout: float = 10.0, read_only: bool = False
@@ -104,10 +103,6 @@ class SqliteConnection:
         # at rows other sessions own, or deletes such rows) is declared for backends with row
         # locks (PostgresStore). SQLite needs none of it: BEGIN IMMEDIATE serializes writers.
         with self._lock:
-            if self._grouping:  # inside _grouped: this write is one savepoint of its transaction
-                with self._savepoint() as conn:
-                    yield conn
-                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -122,46 +117,6 @@ class SqliteConnection:
                 if isinstance(exc, STORE_VALUE_ERRORS):
                     raise value_error(exc) from exc
                 raise
-
-    @contextmanager
-    def _savepoint(self) -> Iterator[sqlite3.Connection]:
-        # One write inside a grouped transaction: kept or undone alone, errors as in _write.
-        try:
-            self._conn.execute("SAVEPOINT grouped_write")
-        except sqlite3.Error as exc:
-            raise driver_error("cannot start a write", exc, self.path) from exc
-        try:
-            yield self._conn
-            self._conn.execute("RELEASE SAVEPOINT grouped_write")
-        except BaseException as exc:
-            if self._conn.in_transaction:  # else SQLite rolled the whole transaction back
-                try:
-                    self._conn.execute("ROLLBACK TO SAVEPOINT grouped_write")
-                    self._conn.execute("RELEASE SAVEPOINT grouped_write")
-                except sqlite3.Error:
-                    pass
-            if isinstance(exc, sqlite3.Error):
-                raise driver_error("write failed", exc, self.path) from exc
-            if isinstance(exc, STORE_VALUE_ERRORS):
-                raise value_error(exc) from exc
-            raise
-
-    @contextmanager
-    def _grouped(self) -> Iterator[None]:
-        """One write transaction for every write made in the block (each in a savepoint of
-        its own, so each is kept or undone alone): writes that come together share one commit
-        and the pages they touch. A backend whose writes cannot nest makes them one by one."""
-        with self._write():
-            self._grouping = True
-            try:
-                yield
-            finally:
-                self._grouping = False
-
-    def _group_intact(self) -> bool:
-        # Whether the grouped transaction is still open after a failed write (SQLite rolls
-        # all of it back on some errors, such as a full disk).
-        return self._conn.in_transaction
 
     def _rollback(self) -> None:
         # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): ROLLBACK would then

@@ -185,15 +185,6 @@ class PostgresStore(SqliteStore):
         except self._psycopg.Error as exc:
             raise StorageError(f"write failed: {exc}", path=self.path) from exc
 
-    @contextmanager
-    def _grouped(self) -> Iterator[None]:
-        # Writers of different sessions run side by side here (row locks): grouped writes
-        # are made one after another, each in its own transaction.
-        yield
-
-    def _group_intact(self) -> bool:
-        return True
-
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._locked_read(lambda conn: conn.execute(sql, params).fetchall())
 

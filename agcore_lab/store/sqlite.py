@@ -340,27 +340,6 @@ class SqliteStore(PendingOperations):
                     at = append_memory(conn, sid, key, value_json, metadata_json, now, after=at)
             return version
 
-    def commit_many(self, commits: Sequence[tuple[SessionRecord, dict[str, Any]]]) -> list[Any]:
-        """:meth:`commit` for each ``(session, keyword arguments)``, all in one transaction,
-        each in a savepoint of its own: each is kept or refused alone, exactly as when made
-        one after another, and the batch shares one commit. Returns, in order, each one's new
-        version or the exception it raised (nothing of a failed one is written).
-
-        ``ThreadedAsyncStore`` (the async seam) groups the commits that the sessions of one
-        event loop ask for in the same loop iteration (the children of a dispatch) this way.
-        """
-        results: list[Any] = []
-        with self._grouped():
-            for index, (session, parts) in enumerate(commits):
-                try:
-                    results.append(self.commit(session, **parts))
-                except Exception as exc:
-                    results.append(exc)
-                    if not self._group_intact():  # the rest cannot be written either
-                        results.extend([exc] * (len(commits) - index - 1))
-                        break
-        return results
-
     def load_slots(self, session_id: str) -> list[SlotRecord]:
         """The session's slots, in creation order."""
         rows = self._read(

@@ -17,7 +17,6 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from agcore_lab.errors import InvalidInputError
-from agcore_lab.store._commit_group import CommitGroup, wants_group
 from agcore_lab.store.aio import AsyncStore
 
 if TYPE_CHECKING:
@@ -77,10 +76,10 @@ class ThreadedAsyncStore:
         InvalidInputError: ``store`` is not a ``Store``.
 
     Thread-safety: as safe as the wrapped store (both backends may be called from several
-    threads); its only state is the commits waiting for their group (per event loop).
+    threads); it keeps no state of its own.
     """
 
-    __slots__ = ("_executor", "_group", "_store", "hop")
+    __slots__ = ("_executor", "_store", "hop")
 
     def __init__(self, store: Store, *, hop: bool = True, executor: Executor | None = None) -> None:
         from agcore_lab.store.base import Store
@@ -94,10 +93,6 @@ class ThreadedAsyncStore:
                 f"{type(store).__name__} lacks {', '.join(missing) or 'some of them'}"
             )
         self._store, self.hop, self._executor = store, hop, executor
-        # Commits on the loop (no hop) are grouped per loop iteration when the store can
-        # write several in one transaction (see agcore_lab.store._commit_group).
-        many = getattr(store, "commit_many", None) is not None
-        self._group = CommitGroup(store) if many and not hop else None
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self._store!r}, hop={self.hop})"
@@ -184,20 +179,6 @@ class ThreadedAsyncStore:
         checkpoint: CkptMeta | None = None,
         memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
     ) -> int:
-        if self._group is not None and wants_group():
-            parts = {
-                "messages": messages,
-                "links": links,
-                "slots": slots,
-                "pending": pending,
-                "lease_holder": lease_holder,
-                "change": change,
-                "calls": calls,
-                "release_lease": release_lease,
-                "checkpoint": checkpoint,
-                "memory": memory,
-            }
-            return await self._group.commit(session, parts)
         return await self._run(
             self._store.commit,
             session,

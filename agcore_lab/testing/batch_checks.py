@@ -6,14 +6,13 @@ function of one fresh, empty store.
 
 from __future__ import annotations
 
-from agcore_lab.errors import ConflictError, SessionBusyError, StaleSessionError
+from agcore_lab.errors import ConflictError, SessionBusyError
 from agcore_lab.ids import new_id
 from agcore_lab.store.base import CkptMeta, SlotRecord, Store
 from agcore_lab.store.roles.sessions import NewSession
 from agcore_lab.testing._support import T0, expect, expect_equal, expect_raises, session_record
 
 __all__ = [
-    "check_commit_many_keeps_each_alone",
     "check_create_sessions",
     "check_create_sessions_reserves_leases",
 ]
@@ -95,28 +94,3 @@ def check_create_sessions_reserves_leases(store: Store) -> None:
     expect_equal(store.acquire_lease("a", "X", ttl=30), 1, "taken by another after release")
     store.release_lease("b", "H")
     expect(store.renew_lease("b", "H", ttl=30) is False, "a released lease is not renewed")
-
-
-def check_commit_many_keeps_each_alone(store: Store) -> None:
-    """A backend with ``commit_many`` (an optional capability) writes each commit of the
-    batch as ``commit`` would, in order: a refused one raises in its place (returned, not
-    raised) and writes nothing; the others are stored."""
-    many = getattr(store, "commit_many", None)
-    if many is None:
-        return
-    for sid in ("a", "b"):
-        store.create_session(session_record(sid, parent_id=None))
-    store.commit(session_record("b", parent_id=None, turn_index=1))
-    outcomes = many(
-        [
-            (session_record("a", parent_id=None, turn_index=1), {}),
-            (session_record("b", parent_id=None, turn_index=5), {}),  # based on version 0
-            (session_record("a", parent_id=None, turn_index=2, version=1), {}),
-        ]
-    )
-    expect_equal([outcomes[0], outcomes[2]], [1, 2], "the versions of the kept commits")
-    expect(isinstance(outcomes[1], StaleSessionError), "the stale commit's outcome")
-    record = store.get_session("b")
-    expect(record is not None and record.turn_index == 1, "the refused commit wrote nothing")
-    record = store.get_session("a")
-    expect(record is not None and record.turn_index == 2, "the kept commits, in order")

@@ -50,7 +50,6 @@ from agcore_lab.testing.async_checks import (
     check_async_round_trip,
 )
 from agcore_lab.testing.batch_checks import (
-    check_commit_many_keeps_each_alone,
     check_create_sessions,
     check_create_sessions_reserves_leases,
 )
@@ -383,7 +382,6 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_child_ids,
         check_create_sessions,
         check_create_sessions_reserves_leases,
-        check_commit_many_keeps_each_alone,
         check_async_protocol_mirrors_store,
         check_async_adapter_forwards_every_method,
         check_async_round_trip,

@@ -13,7 +13,9 @@ import pytest
 from agcore_lab import (
     Agent,
     DispatchConfig,
+    DispatchProgress,
     InvalidInputError,
+    Message,
     RuntimeBundle,
     ScriptedModel,
     SessionBusyError,
@@ -21,6 +23,7 @@ from agcore_lab import (
     SessionNotFoundError,
     SqliteStore,
     SubTaskError,
+    SubTaskResult,
 )
 from agcore_lab.aio import run_sync
 
@@ -111,9 +114,10 @@ def test_a_turn_started_late_takes_its_lease_again(tmp_path: Path) -> None:
 def test_a_child_made_ahead_but_never_started_is_marked_cancelled_and_free(
     tmp_path: Path,
 ) -> None:
-    # Limit 2: task a makes its child and b's; when a ends, c makes its child and d's (made
-    # ahead, d waits for the limit). Cancelled then: d's child never started its turn; it is
-    # marked cancelled and its reserved lease is given up, as b's and c's (running) are.
+    # Limit 2: task a makes its child and b's; when b takes its child, c's and d's are made
+    # ahead; when a ends, c starts (d waits for the limit). Cancelled then: d's child never
+    # started its turn; it is marked cancelled and its reserved lease is given up, as b's
+    # and c's (running) are.
     manager, lead = _manager(tmp_path)
 
     class Paced(ScriptedModel):
@@ -172,3 +176,94 @@ def test_tasks_admitted_after_their_parent_was_destroyed_fail_without_a_child(
     assert progress is not None
     assert progress.statuses == ["completed", "failed", "failed"] and progress.failed == 2
     assert manager.store.child_ids(lead) == [first.child_id]  # type: ignore[union-attr]
+
+
+def test_a_lane_starts_its_next_task_before_the_children_that_ended_with_its_own_go_on(
+    tmp_path: Path,
+) -> None:
+    # Limit 2, equal latencies: a's and b's models answer in the same loop iteration. The
+    # lane that ran a starts c at once (its model call comes before b's end), instead of
+    # after every child that ended with a (which made each wave wait for the whole wave).
+    manager, lead = _manager(tmp_path)
+    order: list[str] = []
+
+    class Noted(ScriptedModel):
+        async def complete(self, messages, *, tools=()):  # type: ignore[no-untyped-def]
+            order.append(f"call {messages[-1].text}")
+            return await super().complete(messages, tools=tools)
+
+    worker = Agent(name="w", model=Noted(lambda m: "ok", latency=0.05))
+
+    def noted(progress: DispatchProgress) -> None:
+        for index, status in enumerate(progress.statuses):
+            if status == "completed" and f"end {'abcd'[index]}" not in order:
+                order.append(f"end {'abcd'[index]}")
+
+    results = manager.dispatch_all_sync(
+        lead, [(worker, t) for t in "abcd"], DispatchConfig(max_concurrency=2), on_progress=noted
+    )
+    assert all(isinstance(r, SubTaskResult) for r in results)
+    assert order[:6] == ["call a", "call b", "end a", "call c", "end b", "call d"]
+
+
+def test_the_next_group_is_made_while_the_lanes_wait_for_their_models(tmp_path: Path) -> None:
+    # Limit 2, 6 tasks: a's lane makes a's and b's children; when b takes the last child made
+    # ahead, c's and d's are made in one write before a's model answers (not by the lane that
+    # needs them, in front of the others), and so on: one write per group, no lease writes.
+    manager, lead = _manager(tmp_path)
+    seen: dict[str, int] = {}
+
+    def answer(messages: list[Message]) -> str:
+        seen[messages[-1].text] = len(manager.store.child_ids(lead))
+        return "ok"
+
+    worker = Agent(name="w", model=ScriptedModel(answer, latency=0.05))
+    statements = _statements(manager)
+    results = manager.dispatch_all_sync(
+        lead, [(worker, t) for t in "abcdef"], DispatchConfig(max_concurrency=2)
+    )
+    manager.store.connection.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert all(isinstance(r, SubTaskResult) for r in results)
+    assert seen["a"] == seen["b"] == 4  # c's and d's made before a and b answered
+    assert seen["c"] == seen["d"] == 6
+    creates, fresh = 0, False  # write transactions that insert sessions
+    for statement in statements:
+        if statement.startswith("BEGIN IMMEDIATE"):
+            fresh = True
+        elif fresh and statement.startswith("INSERT INTO sessions"):
+            creates, fresh = creates + 1, False
+    assert creates == 3 and sum(s.startswith("INSERT INTO sessions") for s in statements) == 6
+    assert not [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
+
+
+def test_a_group_made_ahead_that_fails_fails_its_tasks_when_they_are_admitted(
+    tmp_path: Path,
+) -> None:
+    # Limit 2: b takes the last child made ahead, and its model removes the parent before
+    # the next group (c's and d's children) is made: that write fails, c and d fail without
+    # a child when admitted, a and b complete.
+    manager, lead = _manager(tmp_path)
+
+    class Destroys(ScriptedModel):
+        async def complete(self, messages, *, tools=()):  # type: ignore[no-untyped-def]
+            if messages[-1].text == "b":
+                manager.store.delete_session(lead)  # another writer, meanwhile
+            return await super().complete(messages, tools=tools)
+
+    worker = Agent(name="w", model=Destroys(lambda m: "ok", latency=0.05))
+    results = manager.dispatch_all_sync(
+        lead, [(worker, t) for t in "abcd"], DispatchConfig(max_concurrency=2)
+    )
+    assert [type(r).__name__ for r in results] == [
+        "SubTaskResult",
+        "SubTaskResult",
+        "SubTaskError",
+        "SubTaskError",
+    ]
+    for failed in results[2:]:
+        assert isinstance(failed, SubTaskError) and failed.child_id is None
+        assert isinstance(failed.error, SessionNotFoundError)
+    progress = manager.last_dispatch
+    assert progress is not None
+    assert progress.statuses == ["completed", "completed", "failed", "failed"]
+    assert sorted(manager.store.child_ids(lead)) == sorted(r.child_id for r in results[:2])

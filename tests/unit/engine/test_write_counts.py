@@ -257,28 +257,26 @@ def _transactions(statements: list[str]) -> list[list[str]]:
     return done
 
 
-@pytest.mark.parametrize(("group", "commits"), [(False, 4), (True, 1)])
 def test_children_made_together_are_one_write_and_take_no_lease_of_their_own(
-    tmp_path: Path, group: bool, commits: int
+    tmp_path: Path,
 ) -> None:
     # Four tasks under a limit of four: the first makes the four children in one write
-    # (rows, start checkpoints, turn leases); their turns take no lease of their own. Their
-    # commits are one write each, or — with group_commits, coming in the same loop
-    # iteration — one transaction for the four.
+    # (rows, start checkpoints, turn leases); their turns take no lease of their own, and
+    # each one's commit is one write.
     store = SqliteStore(tmp_path / "all.db")
     manager = SessionManager(store)
     lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
     worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
     statements = _writes(store)
     results = manager.dispatch_all_sync(
-        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig(group_commits=group)
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
     )
     store.connection.set_trace_callback(None)
     writes = _transactions(statements)
     creates = [w for w in writes if any(s.startswith("INSERT INTO sessions") for s in w)]
     assert len(creates) == 1
     assert sum(s.startswith("INSERT INTO sessions") for s in creates[0]) == 4
-    assert len(writes) == 1 + commits
+    assert len(writes) == 1 + 4
     assert not [s for s in statements if s.startswith("UPDATE sessions SET lease_holder")]
     for result in results:
         assert isinstance(result, SubTaskResult) and result.summary == "ok"

@@ -133,9 +133,10 @@ def test_children_appear_in_the_tree_while_it_runs(
     tasks = [(worker, f"task {i}") for i in range(4)]
     monitor = make_monitor(manager, lead, tasks, DispatchConfig(max_concurrency=2))
     browser = monitor.tree_browser
-    # Mid-run: two children exist (created, no turn yet), two tasks wait.
-    assert _until(lambda: monitor.counts["running"] == 2 and len(browser.rows) == 3)
-    assert [r.node.turn_index for r in browser.rows[1:]] == [0, 0]
+    # Mid-run: two children run and the two waiting tasks' children are made ahead (all
+    # four created, no turn yet), two tasks wait.
+    assert _until(lambda: monitor.counts["running"] == 2 and len(browser.rows) == 5)
+    assert [r.node.turn_index for r in browser.rows[1:]] == [0, 0, 0, 0]
     assert monitor.counts["waiting"] == 2 and monitor.outcome == "running"
     assert _text(monitor.status_html.value).startswith("Running for")
     assert not monitor.cancel_button.disabled
