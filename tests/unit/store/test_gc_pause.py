@@ -41,7 +41,6 @@ def test_a_listing_leaves_its_records_in_the_oldest_generation(
     record = listed[0]
     parts = [record, record.__dict__, record.slots, record.slots["main"], record.spend]
     assert all(_oldest(part) for part in parts)  # no young collection will rescan them
-    assert gc.get_count()[0] < 100  # and none is owed for them
 
 
 class _Node:
