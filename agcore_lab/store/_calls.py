@@ -108,7 +108,7 @@ def _detail(call: CallNote) -> str | None:
 
 
 # The columns of a model_calls row, in the order of _row's values.
-_CALL_COLUMNS = (
+CALL_COLUMNS = (
     "session_id",
     "call_id",
     "slot_id",
@@ -130,8 +130,8 @@ _CALL_COLUMNS = (
     "detail_json",
 )
 _INSERT_CALL = (
-    f"INSERT OR IGNORE INTO call_rows ({', '.join(_CALL_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
+    f"INSERT OR IGNORE INTO call_rows ({', '.join(CALL_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(CALL_COLUMNS))})"
 )
 # PostgreSQL keeps the table's old name (SQLite's schema 12 made ``model_calls`` a view over
 # ``call_rows`` and the calls kept on node rows, see _calls_lean).

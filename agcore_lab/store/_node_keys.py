@@ -25,6 +25,8 @@ import sqlite3
 from collections.abc import Iterable
 from functools import lru_cache
 
+from agcore_lab.ids import id_text
+
 __all__ = [
     "MESSAGE",
     "LINK",
@@ -46,7 +48,6 @@ ROLE_CODES = {"assistant": 0, "user": 1, "system": 2, "tool": 3}
 ROLE_NAMES = {code: name for name, code in ROLE_CODES.items()}
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
-_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
 # Our digits as Python's base-32 digits (0-9a-v), for int(text, 32).
 _TO_INT = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
 
@@ -73,14 +74,7 @@ def _split(text: str, prefix: str) -> tuple[int, int] | None:
 
 def render(key: int, tail: int, prefix: str) -> str:
     """The text id of a positive ``key`` and its ``tail`` (the inverse of :func:`split_id`)."""
-    value = key << 20 | tail
-    pairs = _PAIRS
-    return (
-        f"{prefix}_{pairs[value >> 75 & 1023]}{pairs[value >> 65 & 1023]}"
-        f"{pairs[value >> 55 & 1023]}{pairs[value >> 45 & 1023]}{pairs[value >> 35 & 1023]}"
-        f"{pairs[value >> 25 & 1023]}{pairs[value >> 15 & 1023]}{pairs[value >> 5 & 1023]}"
-        f"{_ALPHABET[value & 31]}"
-    )
+    return id_text(prefix, key << 20 | tail)
 
 
 def digits_sql(key: str, tail: str) -> str:

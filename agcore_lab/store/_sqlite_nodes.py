@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agcore_lab.store._calls import CALL_COLUMNS
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._node_keys import (
     LINK,
@@ -282,27 +283,7 @@ OLD_TABLES = {
     "checkpoints": CHECKPOINT_COLUMNS,
     # Schema 12: the view over call_rows and the calls riding on node rows (_calls_lean);
     # copied in, every call is a row of call_rows (the same call, read back the same).
-    "model_calls": (
-        "session_id",
-        "call_id",
-        "slot_id",
-        "turn_index",
-        "kind",
-        "model",
-        "status",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost_usd",
-        "started_us",
-        "latency_us",
-        "ttft_us",
-        "finish_reason",
-        "request_hash",
-        "anchor_node",
-        "response_id",
-        "parts_json",
-        "detail_json",
-    ),
+    "model_calls": CALL_COLUMNS,
 }
 BASE_TABLES = frozenset(
     {
