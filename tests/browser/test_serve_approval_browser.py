@@ -120,3 +120,40 @@ def test_approve_edit_and_reject_on_the_page(
     assert rejected is not None and rejected.status == "REJECTED"
     assert rejected.decision == {"kind": "reject", "reason": "carol is not a customer"}
     assert errors == []  # no script error on the page
+
+
+def test_a_refresh_that_lands_while_a_reason_is_typed_leaves_the_box_alone(
+    browser_context: Any, bank: Bank
+) -> None:
+    """A poll already on its way when the user starts typing must not swap the rows: that would
+    take the box (and the keys typed next) away from under the user's hands."""
+    from playwright.sync_api import expect
+
+    _, call = bank.interrupted("dave")
+    page = browser_context.new_page()
+    held: list[Any] = []
+    try:
+        page.goto(bank.url + "/approve")  # type: ignore[attr-defined]
+        if page.locator("input[name=token]").count():  # not logged in by an earlier test
+            page.fill("input[name=token]", TOKEN)
+            page.click("button[type=submit]")
+        row = page.locator(f'tr[data-interrupt="{call.interrupt_id}"]')
+        expect(row).to_be_visible()
+        page.route("**/approve/rows", lambda route: held.append(route))  # the next poll waits
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the page did not poll"
+        box = row.locator("input.reason")
+        box.focus()
+        page.keyboard.type("dave is ")  # typed while that poll is on its way
+        with page.expect_response("**/approve/rows"):
+            held[0].continue_()
+        page.unroute("**/approve/rows")
+        page.wait_for_timeout(300)  # the page has the answer: it must leave the box alone
+        page.keyboard.type("not a customer")
+        expect(box).to_be_focused()
+        expect(box).to_have_value("dave is not a customer")
+    finally:
+        page.close()

@@ -51,6 +51,9 @@
       if (answer.status === 401) { window.location.reload(); return; }
       if (!answer.ok) { say("refresh failed: HTTP " + answer.status, "error"); return; }
       const html = await answer.text(); // server-rendered, escaped HTML
+      // Typing began while this poll was on its way: swapping the rows now would take the
+      // box (and the keys typed next) away from the user. A later poll brings them.
+      if (editing()) return;
       const kept = typed(); // after the last await: nothing typed can slip in between
       rows.innerHTML = html;
       restore(kept);
