@@ -41,6 +41,7 @@ __all__ = [
     "VECTOR_PAGE_SIZE",
     "DocColumns",
     "VectorRows",
+    "check_page_size",
     "delete_vectors",
     "insert_vectors",
     "move_vectors_into_blocks",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agcore_lab.errors import ConflictError, InvalidInputError
+from agcore_lab.errors import ConflictError, InvalidInputError, StorageError
 from agcore_lab.rag import Document, InMemoryVectorStore, SqliteVectorStore
 from agcore_lab.store.base import SessionRecord
 from agcore_lab.store.sqlite import SqliteStore
@@ -175,3 +175,11 @@ def test_a_failed_add_to_a_vector_file_writes_nothing(tmp_path: Path) -> None:
     after = store.store.read_dataframe("select * from vectors order by seq")
     assert after.equals(before) and len(store) == 10
     assert len(SqliteVectorStore(path, "v")) == 11
+
+
+def test_a_vector_file_that_cannot_be_made_is_a_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StorageError, match="cannot create the vector file"):
+        SqliteVectorStore(blocker / "vectors.db", "v")
+    assert blocker.read_text() == "not a directory"
