@@ -183,3 +183,98 @@ def test_a_vector_file_that_cannot_be_made_is_a_storage_error(tmp_path: Path) ->
     with pytest.raises(StorageError, match="cannot create the vector file"):
         SqliteVectorStore(blocker / "vectors.db", "v")
     assert blocker.read_text() == "not a directory"
+
+
+# A writer process: adds `count` documents one add at a time into the vector file (each a
+# transaction, interleaving with the other writer's), then tries an id both want.
+WRITER = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from agcore_lab.errors import ConflictError
+    from agcore_lab.rag import Document, MockEmbedding, SqliteVectorStore
+
+    path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    store = SqliteVectorStore(path, "shared")
+    embed = MockEmbedding(dim=48)
+    while not go.exists():
+        time.sleep(0.01)
+    for i in range(count):
+        doc = Document(id=f"{name}-{i}", content=f"{name} document {i}", metadata={"by": name})
+        store.add([doc], embed.embed([doc.content]))
+    try:
+        store.add([Document(id="both", content="x")], embed.embed(["x"]))
+        duplicate = "added"
+    except ConflictError:
+        duplicate = "conflict"
+    print(json.dumps({"len": len(store), "duplicate": duplicate}))
+    """
+)
+
+
+def test_two_writer_processes_share_a_vector_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    SqliteVectorStore(path, "shared").close()  # made with 64 KiB pages before they start
+    go = tmp_path / "go"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), name, "30", str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("left", "right")
+    ]
+    go.touch()
+    results = []
+    for writer in writers:
+        out, err = writer.communicate(timeout=100)
+        assert writer.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["duplicate"] for r in results) == ["added", "conflict"]
+    store = SqliteVectorStore(path, "shared")
+    assert _page_size(store) == 65536 and len(store) == store.file_rows() == 61
+    assert len(store.ids(filter={"by": "left"})) == len(store.ids(filter={"by": "right"})) == 30
+
+
+# A process that adds 40,000 vectors (61 MB) in one add; the test kills it part of the way in.
+BULK = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from agcore_lab.rag import Document, SqliteVectorStore
+
+    store = SqliteVectorStore(sys.argv[1], "bulk")
+    vectors = np.random.default_rng(0).standard_normal((40_000, 384), dtype=np.float32)
+    print("ready", flush=True)
+    store.add([Document.trusted(f"b{i}", "", {}, "text/plain") for i in range(40_000)], vectors)
+    print("done", flush=True)
+    """
+)
+
+
+def test_an_add_killed_part_of_the_way_leaves_the_vector_file_as_it_was(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = tmp_path / "vectors.db"
+    first = SqliteVectorStore(path, "bulk")
+    kept = np.random.default_rng(1).standard_normal((50, 384), dtype=np.float32)
+    first.add(_docs(50), kept)
+    first.close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", BULK, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    wal = Path(f"{path}-wal")
+    deadline = time.monotonic() + 60
+    while not (wal.exists() and wal.stat().st_size > 8_000_000):  # mid-way through the add
+        assert writer.poll() is None and time.monotonic() < deadline
+        time.sleep(0.002)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    reopened = SqliteVectorStore(path, "bulk")
+    assert reopened.ids() == [f"d{i}" for i in range(50)] and reopened.file_rows() == 50
+    unit = kept / np.linalg.norm(kept, axis=1, keepdims=True)
+    assert np.allclose(reopened.vectors(), unit, atol=1e-6)
+    assert reopened.store.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
