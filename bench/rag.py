@@ -463,10 +463,11 @@ def bench_sqlite(count: int, dim: int, repeats: int, page_size: int | None = Non
             )
             floor_s.append(floor_wall)
             floor_cpu.append(floor_cpu_s)
+            big_path = Path(f"{floor_path}.big")
             for suffix in ("", "-wal", "-shm"):
-                Path(f"{floor_path}{suffix}.big").unlink(missing_ok=True)
+                Path(f"{big_path}{suffix}").unlink(missing_ok=True)
             big_wall, big_cpu_s = _minimal_table(
-                Path(f"{floor_path}.big"), [d.id for d in docs], vectors, per_add, pages
+                big_path, [d.id for d in docs], vectors, per_add, pages
             )
             big_s.append(big_wall)
             big_cpu.append(big_cpu_s)
