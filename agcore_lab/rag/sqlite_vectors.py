@@ -18,6 +18,8 @@ default, which suits its small rows).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
@@ -104,6 +106,8 @@ class SqliteVectorStore(InMemoryVectorStore):
             raise InvalidInputError("namespace must be a non-empty string")
         super().__init__(capacity=capacity)
         self._owns_store = not isinstance(store, SqliteStore)
+        self._bulk_depth = 0  # open bulk() blocks
+        self._bulk_written = False  # a bulk write is waiting for the block's end to truncate
         if isinstance(store, SqliteStore):
             if page_size is not None:
                 raise InvalidInputError(
@@ -171,7 +175,47 @@ class SqliteVectorStore(InMemoryVectorStore):
 
     def _after_write(self, written: int) -> None:
         if written > BULK_BYTES and self.store.path != ":memory:":
-            truncate_wal(self.store.connection)
+            if self._bulk_depth:
+                self._bulk_written = True
+            else:
+                truncate_wal(self.store.connection)
+
+    @contextmanager
+    def bulk(self) -> Iterator[SqliteVectorStore]:
+        """A block of many adds (or removals) in a row: the write-ahead log is truncated once,
+        when the block ends, not after each write of more than :data:`BULK_BYTES`.
+
+        Each write is still its own transaction: other processes see it as soon as it returns,
+        and a failed one writes nothing. Inside the block the log is still folded into the file
+        every few MB (SQLite's automatic checkpoint), then written over from its start, so it
+        stays about as big as the largest write; truncating it after every write made each
+        next one grow it again on fresh pages. The block may nest (the outermost one
+        truncates) and is entered by any thread; it truncates even when it ends by raising.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> from agcore_lab.rag import Document, MockEmbedding
+            >>> vectors = SqliteVectorStore(pathlib.Path(tempfile.mkdtemp()) / "v.db", "docs")
+            >>> with vectors.bulk():
+            ...     for batch in range(3):
+            ...         ids = [f"{batch}-{i}" for i in range(100)]
+            ...         vectors.add([Document(id=i, content=i) for i in ids],
+            ...                     MockEmbedding(8).embed(ids))
+            >>> len(vectors)
+            300
+            >>> vectors.close()
+        """
+        with self._lock:
+            self._bulk_depth += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._bulk_depth -= 1
+                due = self._bulk_depth == 0 and self._bulk_written
+                if due:
+                    self._bulk_written = False
+                    truncate_wal(self.store.connection)
 
     def close(self) -> None:
         """Close the file if this vector store opened it (given a path); a

@@ -278,3 +278,60 @@ def test_an_add_killed_part_of_the_way_leaves_the_vector_file_as_it_was(tmp_path
     unit = kept / np.linalg.norm(kept, axis=1, keepdims=True)
     assert np.allclose(reopened.vectors(), unit, atol=1e-6)
     assert reopened.store.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+COUNT = (
+    "import sys; from agcore_lab.rag import SqliteVectorStore; "
+    "print(len(SqliteVectorStore(sys.argv[1], 'v')))"
+)
+
+
+def _wal_bytes(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_bulk_truncates_the_log_once_when_the_block_ends(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.db"
+    store = SqliteVectorStore(path, "v")
+    rng = np.random.default_rng(6)
+    batch = 3000  # 4.6 MB a batch: each alone would truncate the log after it
+    seen, logs = [], []
+    with store.bulk() as same:
+        assert same is store
+        for k in range(4):
+            store.add(_docs(batch, f"b{k}-"), rng.standard_normal((batch, 384), dtype=np.float32))
+            logs.append(_wal_bytes(path))
+            if k == 1:  # another process sees every committed batch while the block is open
+                out = subprocess.run(
+                    [sys.executable, "-c", COUNT, str(path)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=60,
+                ).stdout
+                seen.append(int(out))
+        with pytest.raises(ConflictError):  # a failed add in the block writes nothing
+            store.add(_docs(1, "b0-"), rng.standard_normal((1, 384), dtype=np.float32))
+    assert seen == [2 * batch]
+    # Not truncated inside the block, but written over from its start after each checkpoint:
+    # it does not grow with the batches.
+    assert all(4_000_000 < size <= logs[0] < 2 * batch * 384 * 4 for size in logs), logs
+    assert _wal_bytes(path) < 1_000_000  # truncated when the block ended
+    assert store.file_rows() == 4 * batch == len(SqliteVectorStore(path, "v"))
+
+
+def test_bulk_blocks_nest_and_truncate_even_when_they_raise(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.db"
+    store = SqliteVectorStore(path, "v")
+    rng = np.random.default_rng(7)
+    with pytest.raises(RuntimeError, match="stop"):
+        with store.bulk():
+            with store.bulk():
+                store.add(_docs(3000), rng.standard_normal((3000, 384), dtype=np.float32))
+            assert _wal_bytes(path) > 4_000_000  # the inner block's end is not the end
+            raise RuntimeError("stop")
+    assert _wal_bytes(path) < 1_000_000
+    assert len(SqliteVectorStore(path, "v")) == 3000  # the add had committed
+    store.add(_docs(3000, "after"), rng.standard_normal((3000, 384), dtype=np.float32))
+    assert _wal_bytes(path) < 1_000_000  # outside a block, each bulk write truncates again
