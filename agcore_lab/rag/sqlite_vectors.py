@@ -7,7 +7,8 @@ loaded into memory once, when the store is opened (block by block, into one matr
 then run on the in-memory matrix. Every write goes to SQLite first, in one transaction, and
 only then to memory: a failed write leaves both the file and the memory as they were. After a
 write of more than :data:`BULK_BYTES` the write-ahead log is folded into the file and
-truncated, so the file and its log stay close to the raw bytes.
+truncated, so the file and its log stay close to the raw bytes (inside
+:meth:`SqliteVectorStore.bulk`, once, when the block ends).
 
 Given a path instead of a store, the vector store opens the file itself, and a file it makes
 gets pages of :data:`~agcore_lab.store._vectors.VECTOR_PAGE_SIZE` (64 KiB) instead of 4 KiB:
