@@ -25,8 +25,10 @@ a transaction the caller holds, except :func:`truncate_wal`. An id stored alread
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,18 +38,24 @@ from agcore_lab.store._vector_rows import DocColumns, Segment, insert_doc_rows
 
 __all__ = [
     "BLOCK_BYTES",
+    "VECTOR_PAGE_SIZE",
     "DocColumns",
     "VectorRows",
+    "check_page_size",
     "delete_vectors",
     "insert_vectors",
     "move_vectors_into_blocks",
     "namespace_dim",
     "read_vectors",
     "truncate_wal",
+    "vector_file",
 ]
 
 BLOCK_BYTES = 1 << 17
 """The most vector bytes in one ``vector_blocks`` row (128 KiB: 85 vectors of dimension 384)."""
+
+VECTOR_PAGE_SIZE = 1 << 16
+"""The page size of a file made for vectors (:func:`vector_file`): 64 KiB, SQLite's largest."""
 
 # (doc ids, (content, metadata_json, mime_type) per row, a float32 matrix whose first rows are
 # the vectors)
@@ -308,3 +316,52 @@ def truncate_wal(conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     except sqlite3.Error:
         pass
+
+
+def check_page_size(page_size: object) -> int:
+    """``page_size`` if SQLite accepts it (a power of two from 512 to 65536).
+
+    Raises:
+        InvalidInputError: It is not.
+    """
+    if (
+        isinstance(page_size, bool)
+        or not isinstance(page_size, int)
+        or not 512 <= page_size <= 65536
+        or page_size & (page_size - 1)
+    ):
+        raise InvalidInputError(
+            f"page_size must be a power of two from 512 to 65536, not {page_size!r}",
+            page_size=repr(page_size),
+        )
+    return page_size
+
+
+def vector_file(path: str, page_size: int) -> None:
+    """Make ``path`` an empty database with pages of ``page_size`` bytes in WAL mode, unless
+    it exists already (a file's page size is fixed when it is made: an existing file keeps
+    its own). The store's schema is added by whoever opens it next, as for any new file.
+
+    Big pages mean fewer pages per vector: every page a bulk add writes costs two system calls
+    in the write-ahead log and two more when the checkpoint copies it into the file.
+
+    Raises:
+        StorageError: The file or its directory cannot be made.
+    """
+    target = Path(path)
+    if target.exists():
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(target, isolation_level=None)
+        try:
+            # Both only take effect on an empty file: if another process made it meanwhile,
+            # its page size stands (and its WAL mode is the same).
+            conn.execute(f"PRAGMA page_size = {check_page_size(page_size)}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError) as exc:
+        raise StorageError(
+            f"cannot create the vector file {os.fspath(path)!r}: {exc}", path=os.fspath(path)
+        ) from exc

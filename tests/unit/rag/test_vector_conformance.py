@@ -37,6 +37,17 @@ class TestSqliteFileVectors(VectorConformance):
         return SqliteVectorStore(store, "test", capacity=2)
 
 
+class TestSqliteVectorFile(VectorConformance):
+    """A file made for vectors from a path (64 KiB pages)."""
+
+    @pytest.fixture(autouse=True)
+    def _directory(self, tmp_path: Path) -> None:
+        self.directory, self.counter = tmp_path, itertools.count()
+
+    def make_vectors(self) -> VectorStore:
+        return SqliteVectorStore(self.directory / f"v{next(self.counter)}.db", "test", capacity=2)
+
+
 def test_every_check_has_a_test_method() -> None:
     assert {f"test_{name}" for name in VECTOR_CHECKS} <= set(dir(TestInMemoryVectors))
     assert len(VECTOR_CHECKS) >= 10
