@@ -11,18 +11,22 @@ A model error, a cancelled task or an abandoned stream therefore leaves the sess
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
-from agcore_lab.agent.slots import ContextSlot, context_window
+from agcore_lab.agent.slots import ContextSlot, SlotMode, context_window
 from agcore_lab.errors import ModelProtocolError
-from agcore_lab.llm.base import ChatResponse, ResponseDone
+from agcore_lab.llm.base import ChatModel, ChatResponse, ResponseDone, ToolSpec
+from agcore_lab.llm.call_record import RETRIES
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from agcore_lab.llm.tools import approval_gate, run_tool_call
+from agcore_lab.llm.turn_calls import quick_note
 from agcore_lab.llm.usage import CostTracker, Usage
+from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store.base import LinkRecord
 
 if TYPE_CHECKING:
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
     from agcore_lab.llm.call_note import CallNote
 
 __all__ = ["TurnDraft", "resume_turn", "run_turn"]
+
+_FULL = SlotMode.Full
 
 
 @dataclass
@@ -50,9 +56,11 @@ class TurnDraft:
     recorder: CallRecorder | None = None
 
     @property
-    def calls(self) -> list[CallNote]:
-        """The model calls recorded in this turn, as notes (to store with its commit)."""
-        return self.recorder.notes if self.recorder is not None else []
+    def calls(self) -> Sequence[CallNote]:
+        """The model calls recorded in this turn, as notes (to store with its commit; a
+        :class:`~agcore_lab.llm.turn_calls.TurnCalls`, whose usual calls SQLite writes as
+        they are)."""
+        return self.recorder if self.recorder is not None else ()
 
     def add(self, message: Message) -> None:
         self.new_messages.append(message)
@@ -79,12 +87,21 @@ class TurnDraft:
 
 
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
-    context = context_window(draft.slot, agent.system_prompt)
+    slot = draft.slot
+    context = context_window(slot, agent.system_prompt)
     tools = agent.tool_specs
+    recorder = draft.recorder
+    model = agent.model
+    if recorder is not None and recorder.quick and not stream and slot.mode is _FULL:
+        params = getattr(model, "request_params", None)
+        if not (params and isinstance(params, dict)):
+            # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
+            await _ask_quick(model, draft, recorder, context, tools)
+            return
     response: ChatResponse | None = None
     probe = None
-    if draft.recorder is not None:
-        probe = draft.recorder.begin(
+    if recorder is not None:
+        probe = recorder.begin(
             agent.model,
             context,
             tools,
@@ -118,6 +135,40 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
             probe.fail(exc)
             raise
         probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
+    draft.add(response.message)
+
+
+async def _ask_quick(
+    model: ChatModel,
+    draft: TurnDraft,
+    recorder: CallRecorder,
+    context: Sequence[Message],
+    tools: list[ToolSpec],
+) -> None:
+    # A Full slot's request (context_window): a window over the whole history.
+    assert type(context) is MessageWindow
+    counter = recorder.counter  # HTTP backends count their retries here
+    if RETRIES.get() is not counter:
+        RETRIES.set(counter)
+    counter[0] = 0
+    anchor = draft.slot.head_node_id
+    started = time.time_ns()
+    perf = time.perf_counter_ns()
+    try:
+        response = await model.complete(context, tools=tools)
+        latency = time.perf_counter_ns() - perf
+        cost = draft.record(response)
+    except BaseException as exc:
+        recorder.quick_failed(context, tools, model.model_name, anchor, started, perf, exc)
+        raise
+    entry = (context, tools, model.model_name, anchor, started, latency, response, cost)
+    if counter[0]:  # retried: a note that says how often
+        note = quick_note(recorder.header, entry)
+        note.retries = counter[0]
+        recorder.entries.append(note)
+        recorder._slot_lens.append(len(context) - len(context.head))
+    else:
+        recorder.entries.append(entry)
     draft.add(response.message)
 
 

@@ -33,14 +33,16 @@ import math
 import operator
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from agcore_lab.llm.base import ToolSpec
-from agcore_lab.llm.call_note import CallNote
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
+from agcore_lab.llm.replay import REPLAYED_KEY
+from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import interned, message_body, tools_body
+from agcore_lab.store._call_blobs import Interned, interned, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -51,6 +53,7 @@ from agcore_lab.store._calls import (
     stamp,
 )
 from agcore_lab.store._node_keys import MESSAGE, render, session_key, split_id
+from agcore_lab.store._sqlite_chains import MAX_CALL_OFFSET as _MAX_OFFSET
 from agcore_lab.store.base import LinkRecord
 
 __all__ = [
@@ -64,12 +67,12 @@ __all__ = [
 
 CALL = "call"
 _MASK = (1 << 20) - 1
-_MAX_OFFSET = 1 << 40  # about 18 minutes from a call's start to its answer's id
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 
-# What a turn's commit writes on node rows: message id -> its row's ``call`` column.
-NodeCalls = dict[str, str]
+# What a turn's commit writes on node rows: message id -> its row's ``call`` column, or
+# ``(call start, anchor, the column after its first value)`` for the chain insert to finish.
+NodeCalls = dict[str, str | tuple[int, str, str]]
 
 _TEXTS: dict[object, str] = {None: "null"}  # names as JSON (slot and model, finish reasons)
 
@@ -108,17 +111,24 @@ def _suffix(note: CallNote, count: int) -> _Shape | None:
         heads = request.head  # the usual request: no look at the window's history
     else:
         heads = tuple(request[i] for i in range(count))
+    return _shape(note.injected, heads, tools)
+
+
+def _shape(
+    injected: dict[int, str] | None, heads: tuple[Message, ...], tools: Sequence[ToolSpec]
+) -> _Shape | None:
+    """:func:`_suffix` of a request's head messages, their labels and the tools offered."""
     hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
     if (
         hot is not None
-        and note.injected is hot[0]
+        and injected is hot[0]
         and len(heads) == len(hot[1])
         and len(tools) == len(hot[2])
         and all(map(operator.is_, heads, hot[1]))
         and all(map(operator.is_, tools, hot[2]))
     ):
         return hot[3]
-    letters = _letters(note.injected)
+    letters = _letters(injected)
     key = (letters, *map(id, heads), 0, *map(id, tools))
     found = _SUFFIXES.get(key)
     if found is None:
@@ -137,12 +147,14 @@ def _suffix(note: CallNote, count: int) -> _Shape | None:
     shape = (found[0], found[1])
     # The injected labels are compared by identity: the usual ones are a shared dict
     # (SYSTEM_PROMPT_ONLY) or None; the heads and tools are held here (their ids stay theirs).
-    _HOT[0] = (note.injected, heads, tuple(tools), shape)
+    _HOT[0] = (injected, heads, list(tools), shape)
     return shape
 
 
 # (injected labels, heads, tools, shape) of the last call _suffix worked out.
-_HOT: list[tuple[object, tuple[Message, ...], tuple[ToolSpec, ...], _Shape] | None] = [None]
+# The tools as a list: a turn's request offers a list, compared here with == (each item by
+# identity first, then by value: equal tools have the same blob).
+_HOT: list[tuple[object, tuple[Message, ...], list[ToolSpec], _Shape] | None] = [None]
 
 
 # (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
@@ -180,7 +192,21 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
-    for note in calls:
+    known: set[str] | None = None
+    # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
+    turn = cast(TurnCalls, calls) if TurnCalls in type(calls).__mro__ else None
+    entries: Sequence[ModelCall | CallNote | QuickCall] = calls if turn is None else turn.entries
+    for index, note in enumerate(entries):
+        if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
+            assert turn is not None
+            if known is None:
+                state = interned(conn)
+                if state is None:
+                    return found, fresh
+                known = state.known(conn, turn.header[0])
+            if _quick(conn, known, turn.header, note, found, fresh):
+                continue
+            note = turn[index]  # any other shape: its note, written as below
         if not isinstance(note, CallNote) or not note.rides:
             continue
         response, value, cost = note.response, note.id_value, note.cost
@@ -200,11 +226,11 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         offset = pair[0] - call_key if pair is not None else -1
         if not 0 <= offset < _MAX_OFFSET:
             continue
-        if state is None:
+        if known is None or note.session_id != (turn.header[0] if turn else None):
             state = interned(conn)
             if state is None:
                 return found, fresh
-        known = state.known(conn, note.session_id)
+            known = state.known(conn, note.session_id)
         blobs: dict[str, str] = {}
         shape = _suffix(note, len(note.request) - tail) if tail else None
         if shape is not None:
@@ -231,6 +257,77 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
             f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
         )
     return found, fresh
+
+
+# The call column of a turn's usual call after its first value (see the module docstring):
+# one format, floats by repr (the shortest text that reads back as the same float).
+_COLUMN_REST = ",%d,%s,%d,%d,%r,0,%d,%s,[%d%s]"
+
+
+def _quick(
+    conn: sqlite3.Connection,
+    known: set[str],
+    header: tuple[str, str, int, str],
+    entry: QuickCall,
+    found: NodeCalls,
+    fresh: Fresh,
+) -> bool:
+    """Put ``entry``'s call column into ``found`` straight from the tuple (and write its
+    blobs), as ``(call start, anchor, the column after its first value)``: the chain insert
+    finishes it with the answer's node key and drops it if the answer is not placed right
+    after the request's history (:func:`~agcore_lab.store._sqlite_chains.insert_new`).
+    ``False`` (nothing written) for any shape but the plainest: its note then takes it."""
+    request, tools, model, anchor, started, latency, response, cost = entry
+    message, usage = response.message, response.usage
+    # cost - cost is 0.0 for a finite float only (the row's REAL column takes what JSON cannot)
+    if type(cost) is not float or cost - cost != 0.0 or usage.requests != 1:
+        return False
+    if anchor is None or not tools or REPLAYED_KEY in message.metadata:
+        return False
+    heads = request.head
+    tail = len(request) - len(heads)
+    if not tail:
+        return False
+    injected = SYSTEM_PROMPT_ONLY if heads else None
+    hot = _HOT[0]  # the shape of the previous call, as a rule this one's too (see _shape)
+    if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]:
+        shape = hot[3]
+    else:
+        found_shape = _shape(injected, heads, tools)
+        if found_shape is None:
+            return False
+        shape = found_shape
+    response_id = message.id
+    blobs = None
+    for digest, body in shape[1]:
+        if digest not in known:  # the session's first call, as a rule
+            if blobs is None:
+                blobs = {}
+            blobs[digest] = body
+    if blobs:
+        pair = split_id(response_id, MESSAGE)
+        if pair is None:
+            return False
+        conn.executemany(_INSERT_BLOB, list(blobs.items()))
+        add_fresh(fresh, header[0], _NODE_STORED, (pair[0],), set(blobs))
+    finish = response.finish_reason
+    found[response_id] = (
+        started,
+        anchor,
+        _COLUMN_REST
+        % (
+            header[2],
+            _TEXTS.get((header[1], model)) or _names(header[1], model),
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            cost,
+            (latency + 500) // 1000,
+            _TEXTS.get(finish) or _text(finish),
+            tail,
+            shape[0],
+        ),
+    )
+    return True
 
 
 def _rare(note: CallNote) -> str:
