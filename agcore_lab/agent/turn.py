@@ -92,23 +92,49 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
     tools = agent.tool_specs
     recorder = draft.recorder
     model = agent.model
-    if recorder is not None and recorder.quick and not stream and slot.mode is _FULL:
-        params = getattr(model, "request_params", None)
-        if not (params and isinstance(params, dict)):
-            # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
-            await _ask_quick(model, draft, recorder, context, tools)
-            return
-    response: ChatResponse | None = None
-    probe = None
     if recorder is not None:
-        probe = recorder.begin(
-            agent.model,
-            context,
-            tools,
-            stream=stream,
-            slot=draft.slot,
-            system_prompt=agent.system_prompt,
-        )
+        if recorder.quick and not stream and slot.mode is _FULL:
+            params = getattr(model, "request_params", None)
+            if not (params and isinstance(params, dict)):
+                # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
+                await _ask_quick(model, draft, recorder, context, tools)
+                return
+        async for step in _ask_probed(agent, draft, stream, context, tools, recorder):
+            yield step
+        return
+    response: ChatResponse | None = None
+    if not stream:  # recording is off
+        response = await model.complete(context, tools=tools)
+    else:
+        async for event in model.stream(context, tools=tools):
+            if isinstance(event, ResponseDone):
+                response = event.response
+            else:
+                yield event
+        if response is None:
+            raise ModelProtocolError("the model's stream ended without a final response")
+    draft.record(response)
+    draft.add(response.message)
+
+
+async def _ask_probed(
+    agent: Agent,
+    draft: TurnDraft,
+    stream: bool,
+    context: Sequence[Message],
+    tools: list[ToolSpec],
+    recorder: CallRecorder,
+) -> AsyncIterator[TurnEvent]:
+    # Any call but the usual one: a probe notes it (agent/recording.py).
+    response: ChatResponse | None = None
+    probe = recorder.begin(
+        agent.model,
+        context,
+        tools,
+        stream=stream,
+        slot=draft.slot,
+        system_prompt=agent.system_prompt,
+    )
     try:
         if not stream:
             response = await agent.model.complete(context, tools=tools)
@@ -117,24 +143,19 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
                 if isinstance(event, ResponseDone):
                     response = event.response
                 else:
-                    if probe is not None:
-                        probe.piece()
+                    probe.piece()
                     yield event
             if response is None:
                 raise ModelProtocolError("the model's stream ended without a final response")
     except BaseException as exc:
-        if probe is not None:
-            probe.fail(exc)
+        probe.fail(exc)
         raise
-    if probe is None:
-        draft.record(response)
-    else:
-        try:
-            cost = draft.record(response)
-        except BaseException as exc:
-            probe.fail(exc)
-            raise
-        probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
+    try:
+        cost = draft.record(response)
+    except BaseException as exc:
+        probe.fail(exc)
+        raise
+    probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
     draft.add(response.message)
 
 

@@ -42,7 +42,7 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import Interned, interned, message_body, tools_body
+from agcore_lab.store._call_blobs import interned, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
