@@ -41,14 +41,16 @@ def _run(path: Path, *, system_prompt: str = "You add.") -> tuple[AgentSession, 
     return session, session.store.list_calls(session.session_id)
 
 
-def _riding(store: SqliteStore) -> int:
+def _riding(store: object) -> int:
+    assert isinstance(store, SqliteStore)
     conn = store.connection
     return int(
         conn.execute("SELECT count(*) FROM chain_nodes WHERE call IS NOT NULL").fetchone()[0]
     )
 
 
-def _rows(store: SqliteStore) -> int:
+def _rows(store: object) -> int:
+    assert isinstance(store, SqliteStore)
     return int(store.connection.execute("SELECT count(*) FROM call_rows").fetchone()[0])
 
 
@@ -193,7 +195,8 @@ def test_a_call_column_reads_the_same_through_the_view(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "v.db")
     try:
         rows = conn.execute(
-            "SELECT call_id, turn_index, prompt_tokens, latency_us FROM model_calls ORDER BY call_id"
+            "SELECT call_id, turn_index, prompt_tokens, latency_us FROM model_calls "
+            "ORDER BY call_id"
         ).fetchall()
     finally:
         conn.close()
