@@ -356,6 +356,8 @@ class CallRecorder(TurnCalls):
     def quick_failed(
         self,
         request: MessageWindow,
+        heads: tuple[Message, ...],
+        tail: int,
         tools: Sequence[ToolSpec],
         model: str,
         anchor: str | None,
@@ -365,12 +367,12 @@ class CallRecorder(TurnCalls):
     ) -> None:
         """A usual request (noted with no probe, see ``quick``) failed: keep it as its
         probe's :meth:`CallProbe.fail` would, and store the recorder's calls at once."""
-        note = bare_note(self.header, request, tools, model, anchor, started)
+        note = bare_note(self.header, request, heads, tail, tools, model, anchor, started)
         note.latency_ns = time.perf_counter_ns() - perf
         note.retries = self.counter[0]
         note.status, note.error = "error", _error_text(exc)
         self.entries.append(note)
-        self._slot_lens.append(len(request) - len(request.head))
+        self._slot_lens.append(tail)
         self.abandon()
 
     def keep(self, probe: CallProbe, *, response_in_chain: bool) -> None:
@@ -417,7 +419,7 @@ class CallRecorder(TurnCalls):
         lens = iter(self._slot_lens)
         for index, entry in enumerate(self.entries):
             if type(entry) is tuple:
-                slot_len = len(entry[0]) - len(entry[0].head)
+                slot_len = entry[2]
             else:
                 slot_len = next(lens)
             note = self[index]

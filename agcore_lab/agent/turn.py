@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
-from agcore_lab.agent.slots import ContextSlot, SlotMode, context_window
+from agcore_lab.agent.slots import ContextSlot, SlotMode, _system_message, context_window
 from agcore_lab.errors import ModelProtocolError
 from agcore_lab.llm.base import ChatModel, ChatResponse, ResponseDone, ToolSpec
 from agcore_lab.llm.call_record import RETRIES
@@ -88,17 +88,17 @@ class TurnDraft:
 
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
     slot = draft.slot
-    context = context_window(slot, agent.system_prompt)
-    tools = agent.tool_specs
     recorder = draft.recorder
     model = agent.model
+    if recorder is not None and recorder.quick and not stream and slot.mode is _FULL:
+        params = getattr(model, "request_params", None)
+        if not (params and isinstance(params, dict)):
+            # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
+            await _ask_quick(agent, model, draft, recorder)
+            return
+    context = context_window(slot, agent.system_prompt)
+    tools = agent.tool_specs
     if recorder is not None:
-        if recorder.quick and not stream and slot.mode is _FULL:
-            params = getattr(model, "request_params", None)
-            if not (params and isinstance(params, dict)):
-                # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
-                await _ask_quick(model, draft, recorder, context, tools)
-                return
         async for step in _ask_probed(agent, draft, stream, context, tools, recorder):
             yield step
         return
@@ -160,19 +160,21 @@ async def _ask_probed(
 
 
 async def _ask_quick(
-    model: ChatModel,
-    draft: TurnDraft,
-    recorder: CallRecorder,
-    context: Sequence[Message],
-    tools: list[ToolSpec],
+    agent: Agent, model: ChatModel, draft: TurnDraft, recorder: CallRecorder
 ) -> None:
-    # A Full slot's request (context_window): a window over the whole history.
-    assert type(context) is MessageWindow
+    slot = draft.slot
+    history = slot.messages
+    tail = len(history)
+    prompt = agent.system_prompt
+    # context_window of a Full slot: the system prompt, then a window over the whole history.
+    heads = (_system_message(prompt),) if prompt else ()
+    context = MessageWindow(heads, history, tail)
+    tools = agent.tool_specs
     counter = recorder.counter  # HTTP backends count their retries here
     if RETRIES.get() is not counter:
         RETRIES.set(counter)
     counter[0] = 0
-    anchor = draft.slot.head_node_id
+    anchor = slot.head_node_id
     started = time.time_ns()
     perf = time.perf_counter_ns()
     try:
@@ -180,14 +182,26 @@ async def _ask_quick(
         latency = time.perf_counter_ns() - perf
         cost = draft.record(response)
     except BaseException as exc:
-        recorder.quick_failed(context, tools, model.model_name, anchor, started, perf, exc)
+        name = model.model_name
+        recorder.quick_failed(context, heads, tail, tools, name, anchor, started, perf, exc)
         raise
-    entry = (context, tools, model.model_name, anchor, started, latency, response, cost)
+    entry = (
+        context,
+        heads,
+        tail,
+        tools,
+        model.model_name,
+        anchor,
+        started,
+        latency,
+        response,
+        cost,
+    )
     if counter[0]:  # retried: a note that says how often
         note = quick_note(recorder.header, entry)
         note.retries = counter[0]
         recorder.entries.append(note)
-        recorder._slot_lens.append(len(context) - len(context.head))
+        recorder._slot_lens.append(tail)
     else:
         recorder.entries.append(entry)
     draft.add(response.message)

@@ -23,7 +23,8 @@ Example:
     >>> calls = TurnCalls(("ses_1", "main", 1, "turn"))
     >>> window = MessageWindow((), [UserMessage(content="hi")], 1)
     >>> answer = ChatResponse(message=AssistantMessage(content="hello"), model="m")
-    >>> calls.entries.append((window, (), "m", "msg_x", 1_000_000_000, 5_000, answer, 0.0))
+    >>> entry = (window, (), 1, (), "m", "msg_x", 1_000_000_000, 5_000, answer, 0.0)
+    >>> calls.entries.append(entry)
     >>> calls[0].tail, calls[0].latency_ns, calls[0].response.content
     (('msg_x', 1), 5000, 'hello')
 """
@@ -37,15 +38,26 @@ from agcore_lab.ids import _random
 from agcore_lab.llm.base import ChatResponse, ToolSpec
 from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote
 from agcore_lab.llm.call_record import CallKind
+from agcore_lab.llm.messages import Message
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.window import MessageWindow
 
 __all__ = ["QuickCall", "TurnCalls", "bare_note", "quick_note"]
 
-#: ``(request, tools, model name, anchor node, started ns (wall clock), latency ns, response,
-#: cost)``: a turn's usual call (see the module docstring).
+#: ``(request, its head messages, its history's length, tools, model name, anchor node,
+#: started ns (wall clock), latency ns, response, cost)``: a turn's usual call (see the module
+#: docstring).
 QuickCall: TypeAlias = tuple[
-    MessageWindow, Sequence[ToolSpec], str, str | None, int, int, ChatResponse, float
+    MessageWindow,
+    tuple[Message, ...],
+    int,
+    Sequence[ToolSpec],
+    str,
+    str | None,
+    int,
+    int,
+    ChatResponse,
+    float,
 ]
 Header: TypeAlias = tuple[str, str, int, CallKind]
 
@@ -74,9 +86,11 @@ def quick_note(header: Header, entry: QuickCall) -> CallNote:
 
     The call id is ``started << 20 | the answer id's random digits``, so the same call gets
     the same id however often it is built (SQLite writes it without building the note)."""
-    request, tools, model, anchor, started, latency, response, cost = entry
+    request, heads, tail, tools, model, anchor, started, latency, response, cost = entry
     message = response.message
-    note = bare_note(header, request, tools, model, anchor, started, _digits(message.id))
+    note = bare_note(
+        header, request, heads, tail, tools, model, anchor, started, _digits(message.id)
+    )
     note.latency_ns = latency
     note.response = message
     note.finish_reason = response.finish_reason
@@ -91,6 +105,8 @@ def quick_note(header: Header, entry: QuickCall) -> CallNote:
 def bare_note(
     header: Header,
     request: MessageWindow,
+    heads: tuple[Message, ...],
+    tail: int,
     tools: Sequence[ToolSpec],
     model: str,
     anchor: str | None,
@@ -98,16 +114,15 @@ def bare_note(
     digits: int | None = None,
 ) -> CallNote:
     """The note of a usual request as it is sent (no answer yet): what its probe notes
-    at the start. ``digits``: the call id's random digits (drawn when ``None``)."""
-    head = request.head
-    tail = len(request) - len(head)
+    at the start (``heads``: the request's messages before its ``tail`` of history).
+    ``digits``: the call id's random digits (drawn when ``None``)."""
     note = CallNote(
         "",
         *header,
         model,
         request,
         tools,
-        injected=SYSTEM_PROMPT_ONLY if head else None,
+        injected=SYSTEM_PROMPT_ONLY if heads else None,
         started_ns=started,
         tail=(anchor, tail) if anchor else None,
     )

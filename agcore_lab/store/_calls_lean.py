@@ -33,7 +33,7 @@ import math
 import operator
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from agcore_lab.llm.base import ToolSpec
 from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote
@@ -42,7 +42,7 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import interned, message_body, tools_body
+from agcore_lab.store._call_blobs import interned, known_blobs, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -184,26 +184,27 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
+    seen: Sequence[int] = (),
 ) -> tuple[NodeCalls, Fresh]:
     """The ``call`` column of the answers' node rows for the calls of a turn's commit that
     ride there (their recorder marked them ``rides``, and the answer is placed right after
     the request's history), by answer id; and the blobs written for them here (those the
-    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
+    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out.
+    ``seen``: the file's ``PRAGMA data_version`` as this write read it, if it did."""
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
     known: set[str] | None = None
     # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
-    turn = cast(TurnCalls, calls) if TurnCalls in type(calls).__mro__ else None
+    turn: TurnCalls | None = calls if TurnCalls in type(calls).__mro__ else None  # type: ignore[assignment]
     entries: Sequence[ModelCall | CallNote | QuickCall] = calls if turn is None else turn.entries
     for index, note in enumerate(entries):
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
             if known is None:
-                state = interned(conn)
-                if state is None:
+                known = known_blobs(conn, turn.header[0], seen[0] if seen else None)
+                if known is None:
                     return found, fresh
-                known = state.known(conn, turn.header[0])
             if _quick(conn, known, turn.header, note, found, fresh):
                 continue
             note = turn[index]  # any other shape: its note, written as below
@@ -277,15 +278,13 @@ def _quick(
     finishes it with the answer's node key and drops it if the answer is not placed right
     after the request's history (:func:`~agcore_lab.store._sqlite_chains.insert_new`).
     ``False`` (nothing written) for any shape but the plainest: its note then takes it."""
-    request, tools, model, anchor, started, latency, response, cost = entry
+    _, heads, tail, tools, model, anchor, started, latency, response, cost = entry
     message, usage = response.message, response.usage
     # cost - cost is 0.0 for a finite float only (the row's REAL column takes what JSON cannot)
     if type(cost) is not float or cost - cost != 0.0 or usage.requests != 1:
         return False
     if anchor is None or not tools or REPLAYED_KEY in message.metadata:
         return False
-    heads = request.head
-    tail = len(request) - len(heads)
     if not tail:
         return False
     injected = SYSTEM_PROMPT_ONLY if heads else None

@@ -177,7 +177,7 @@ def test_the_sequence_builds_each_note_once_with_a_stable_id() -> None:
     response = ChatResponse(message=answer, model="m", usage=Usage(prompt_tokens=2))
     window = MessageWindow((), [UserMessage(content="hi")], 1)
     calls = TurnCalls(("ses_1", "main", 4, "turn"))
-    entry = (window, (), "m", "msg_anchor", 1_000_000_000_000, 7_000, response, 0.5)
+    entry = (window, (), 1, (), "m", "msg_anchor", 1_000_000_000_000, 7_000, response, 0.5)
     calls.entries.append(entry)
     note = calls[0]
     assert calls[0] is note and list(calls) == [note] and calls.entries == [note]
