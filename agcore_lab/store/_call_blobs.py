@@ -59,8 +59,7 @@ class Interned:
     turn's common call rides on). Deleting a session's calls here (prune,
     delete) forgets its blobs; a commit by any other connection or process (which may have
     pruned calls and cleaned up the blobs they used) forgets everything — SQLite's
-    ``PRAGMA data_version`` says whether one happened, one cheap read per write (a turn's
-    commit reads it with its session update, see ``_sessions.update_session_leased``).
+    ``PRAGMA data_version`` says whether one happened, one cheap read per write.
     """
 
     def __init__(self) -> None:
@@ -71,17 +70,11 @@ class Interned:
         self.version: int | None = None
         self._cursor: sqlite3.Cursor | None = None  # one per connection: no cursor per write
 
-    def known(
-        self, conn: sqlite3.Connection, session_id: str, version: int | None = None
-    ) -> set[str]:
-        """The blobs ``session_id``'s committed calls reference, as far as this connection
-        can tell inside its write; ``version``: ``PRAGMA data_version`` as read in this
-        write already (read here when ``None``)."""
-        if version is None:
-            cursor = self._cursor
-            if cursor is None:
-                cursor = self._cursor = conn.cursor()
-            version = cursor.execute("PRAGMA data_version").fetchone()[0]
+    def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = conn.cursor()
+        version = cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self.version:  # another writer was here: know nothing
             self.version = version
             self.confirmed.clear()
@@ -123,14 +116,12 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
 _LAST: list[tuple[object, Interned] | None] = [None]
 
 
-def known_blobs(
-    conn: sqlite3.Connection, session_id: str, version: int | None = None
-) -> set[str] | None:
-    """``interned(conn).known(conn, session_id, version)`` in one call (a turn's commit asks
-    once): ``None`` when ``conn`` is not a SQLite connection."""
+def known_blobs(conn: sqlite3.Connection, session_id: str) -> set[str] | None:
+    """``interned(conn).known(conn, session_id)`` in one call (a turn's commit asks once):
+    ``None`` when ``conn`` is not a SQLite connection."""
     last = _LAST[0]
     state = last[1] if last is not None and last[0] is conn else interned(conn)
-    return state.known(conn, session_id, version) if state is not None else None
+    return state.known(conn, session_id) if state is not None else None
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:

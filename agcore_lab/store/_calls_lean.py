@@ -184,13 +184,11 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
-    seen: Sequence[int] = (),
 ) -> tuple[NodeCalls, Fresh]:
     """The ``call`` column of the answers' node rows for the calls of a turn's commit that
     ride there (their recorder marked them ``rides``, and the answer is placed right after
     the request's history), by answer id; and the blobs written for them here (those the
-    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out.
-    ``seen``: the file's ``PRAGMA data_version`` as this write read it, if it did."""
+    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
@@ -202,7 +200,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
             if known is None:
-                known = known_blobs(conn, turn.header[0], seen[0] if seen else None)
+                known = known_blobs(conn, turn.header[0])
                 if known is None:
                     return found, fresh
             if _quick(conn, known, turn.header, note, found, fresh):

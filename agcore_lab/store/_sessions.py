@@ -199,14 +199,6 @@ _UPDATE_CAS_RELEASE = (
     f"UPDATE sessions SET {_SET}, version = version + 1, lease_holder = NULL, "
     f"lease_expires_at = NULL WHERE {_WRITABLE} RETURNING 1"
 )
-# The same, RETURNING the file's PRAGMA data_version as this write reads it (a commit with
-# model calls: the call log's known-blobs check, _call_blobs.Interned, needs no statement of
-# its own). By whether the lease is given up.
-_SEEN = " RETURNING (SELECT data_version FROM pragma_data_version())"
-_UPDATE_CAS_SEEN = {
-    False: _UPDATE_CAS.replace(" RETURNING 1", _SEEN),
-    True: _UPDATE_CAS_RELEASE.replace(" RETURNING 1", _SEEN),
-}
 
 
 def update_session_leased(
@@ -216,21 +208,14 @@ def update_session_leased(
     holder: str | None,
     now: datetime,
     release: bool = False,
-    seen: list[int] | None = None,
 ) -> int:
     """:func:`update_session` in one statement when the write may go ahead (the usual case),
     and with ``release`` giving ``holder``'s lease up in the same statement. A refused write
-    reads the row to say why, as ``update_session`` does. ``seen`` gets the file's
-    ``PRAGMA data_version`` as this write reads it, when the one statement did it."""
+    reads the row to say why, as ``update_session`` does."""
     values = _values(record)[1:]
     stamp = now.isoformat()
     where = (record.session_id, record.version, holder, stamp)
-    releases = release and holder is not None
-    if seen is not None:
-        done = conn.execute(_UPDATE_CAS_SEEN[releases], (*values, *where)).fetchall()
-        if done:
-            seen.append(done[0][0])
-    elif releases:
+    if release and holder is not None:
         done = conn.execute(_UPDATE_CAS_RELEASE, (*values, *where)).fetchall()
     else:
         done = conn.execute(_UPDATE_CAS, (*values, *where)).fetchall()

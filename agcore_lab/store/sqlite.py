@@ -306,13 +306,12 @@ class SqliteStore(PendingOperations):
         encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
-            count = len(calls)
-            seen: list[int] | None = [] if count else None  # data_version, as this write reads it
             version = update_session_leased(
-                conn, session, holder=lease_holder, now=utcnow(), release=release_lease, seen=seen
+                conn, session, holder=lease_holder, now=utcnow(), release=release_lease
             )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
-            riding, fresh = node_calls(conn, calls, links, seen or ()) if count else ({}, {})
+            count = len(calls)
+            riding, fresh = node_calls(conn, calls, links) if count else ({}, {})
             renamed = insert_chain(conn, sid, messages, links, riding)
             if count:
                 rest = (
