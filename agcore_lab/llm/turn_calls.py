@@ -19,10 +19,13 @@ once, in place.
 Example:
     >>> from agcore_lab.llm.base import ChatResponse
     >>> from agcore_lab.llm.messages import AssistantMessage, UserMessage
+    >>> from agcore_lab.llm.usage import Usage
     >>> from agcore_lab.llm.window import MessageWindow
     >>> calls = TurnCalls(("ses_1", "main", 1, "turn"))
     >>> window = MessageWindow((), [UserMessage(content="hi")], 1)
-    >>> answer = ChatResponse(message=AssistantMessage(content="hello"), model="m")
+    >>> answer = ChatResponse(
+    ...     message=AssistantMessage(content="hello"), model="m", usage=Usage(requests=1)
+    ... )
     >>> entry = (window, (), 1, (), "m", "msg_x", 1_000_000_000, 5_000, answer, 0.0)
     >>> calls.entries.append(entry)
     >>> calls[0].tail, calls[0].latency_ns, calls[0].response.content
