@@ -44,7 +44,7 @@ from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
-from agcore_lab.llm.turn_calls import TurnCalls, bare_note
+from agcore_lab.llm.turn_calls import QuickCall, TurnCalls, bare_note, quick_note
 from agcore_lab.llm.usage import PriceTable
 from agcore_lab.llm.window import MessageWindow
 
@@ -352,6 +352,13 @@ class CallRecorder(TurnCalls):
         return CallProbe(
             self, model, context, tools, stream=stream, slot=slot, system_prompt=system_prompt
         )
+
+    def keep_retried(self, entry: QuickCall, retries: int) -> None:
+        """Keep a usual call (see ``quick``) that took ``retries`` retries, as its note."""
+        note = quick_note(self.header, entry)
+        note.retries = retries
+        self.entries.append(note)
+        self._slot_lens.append(entry[2])
 
     def quick_failed(
         self,

@@ -20,11 +20,10 @@ from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
 from agcore_lab.agent.slots import ContextSlot, SlotMode, _system_message, context_window
 from agcore_lab.errors import ModelProtocolError
-from agcore_lab.llm.base import ChatModel, ChatResponse, ResponseDone, ToolSpec
+from agcore_lab.llm.base import ChatResponse, ResponseDone, ToolSpec
 from agcore_lab.llm.call_record import RETRIES
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from agcore_lab.llm.tools import approval_gate, run_tool_call
-from agcore_lab.llm.turn_calls import quick_note
 from agcore_lab.llm.usage import CostTracker, Usage
 from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store.base import LinkRecord
@@ -93,8 +92,37 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
     if recorder is not None and recorder.quick and not stream and slot.mode is _FULL:
         params = getattr(model, "request_params", None)
         if not (params and isinstance(params, dict)):
-            # The usual call: noted as one tuple, no probe (see llm/turn_calls.py).
-            await _ask_quick(agent, model, draft, recorder)
+            # The usual call, noted as one tuple with no probe (see llm/turn_calls.py); its
+            # request is context_window's for a Full slot: the system prompt, then a window
+            # over the whole history.
+            history = slot.messages
+            tail = len(history)
+            prompt = agent.system_prompt
+            heads = (_system_message(prompt),) if prompt else ()
+            window = MessageWindow(heads, history, tail)
+            tools = agent.tool_specs
+            counter = recorder.counter  # HTTP backends count their retries here
+            if RETRIES.get() is not counter:
+                RETRIES.set(counter)
+            counter[0] = 0
+            anchor = slot.head_node_id
+            started = time.time_ns()
+            perf = time.perf_counter_ns()
+            try:
+                response = await model.complete(window, tools=tools)
+                latency = time.perf_counter_ns() - perf
+                cost = draft.record(response)
+            except BaseException as exc:
+                name = model.model_name
+                recorder.quick_failed(window, heads, tail, tools, name, anchor, started, perf, exc)
+                raise
+            name = model.model_name
+            entry = (window, heads, tail, tools, name, anchor, started, latency, response, cost)
+            if counter[0]:  # retried: a note that says how often
+                recorder.keep_retried(entry, counter[0])
+            else:
+                recorder.entries.append(entry)
+            draft.add(response.message)
             return
     context = context_window(slot, agent.system_prompt)
     tools = agent.tool_specs
@@ -102,19 +130,19 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
         async for step in _ask_probed(agent, draft, stream, context, tools, recorder):
             yield step
         return
-    response: ChatResponse | None = None
+    reply: ChatResponse | None = None
     if not stream:  # recording is off
-        response = await model.complete(context, tools=tools)
+        reply = await model.complete(context, tools=tools)
     else:
         async for event in model.stream(context, tools=tools):
             if isinstance(event, ResponseDone):
-                response = event.response
+                reply = event.response
             else:
                 yield event
-        if response is None:
+        if reply is None:
             raise ModelProtocolError("the model's stream ended without a final response")
-    draft.record(response)
-    draft.add(response.message)
+    draft.record(reply)
+    draft.add(reply.message)
 
 
 async def _ask_probed(
@@ -156,54 +184,6 @@ async def _ask_probed(
         probe.fail(exc)
         raise
     probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
-    draft.add(response.message)
-
-
-async def _ask_quick(
-    agent: Agent, model: ChatModel, draft: TurnDraft, recorder: CallRecorder
-) -> None:
-    slot = draft.slot
-    history = slot.messages
-    tail = len(history)
-    prompt = agent.system_prompt
-    # context_window of a Full slot: the system prompt, then a window over the whole history.
-    heads = (_system_message(prompt),) if prompt else ()
-    context = MessageWindow(heads, history, tail)
-    tools = agent.tool_specs
-    counter = recorder.counter  # HTTP backends count their retries here
-    if RETRIES.get() is not counter:
-        RETRIES.set(counter)
-    counter[0] = 0
-    anchor = slot.head_node_id
-    started = time.time_ns()
-    perf = time.perf_counter_ns()
-    try:
-        response = await model.complete(context, tools=tools)
-        latency = time.perf_counter_ns() - perf
-        cost = draft.record(response)
-    except BaseException as exc:
-        name = model.model_name
-        recorder.quick_failed(context, heads, tail, tools, name, anchor, started, perf, exc)
-        raise
-    entry = (
-        context,
-        heads,
-        tail,
-        tools,
-        model.model_name,
-        anchor,
-        started,
-        latency,
-        response,
-        cost,
-    )
-    if counter[0]:  # retried: a note that says how often
-        note = quick_note(recorder.header, entry)
-        note.retries = counter[0]
-        recorder.entries.append(note)
-        recorder._slot_lens.append(tail)
-    else:
-        recorder.entries.append(entry)
     draft.add(response.message)
 
 
