@@ -132,21 +132,21 @@ def insert_new(
         known[text] = pair[0]
     session = keys.session(session_id)
     rows: list[Any] = []
-    dropped: list[str] = []
+    dropped: list[str] | None = None
     for message in messages:
         (_, _, parent, depth, role, content, call_id, tool, created, extra) = row(
             message, session_id, homes.get(message.id)
         )
         node, tail = pairs[message.id]
         column = calls.get(message.id) if calls else None
-        if isinstance(column, tuple):
+        if type(column) is tuple:  # (a plain check: this runs for every new message)
             started, anchor, rest = column
             offset = node - started
             if parent == anchor and 0 <= offset < MAX_CALL_OFFSET:
                 column = f"[{offset << 20 | tail}{rest}"
             else:  # not right after its history: a row of its own keeps its anchor
                 column = None
-                dropped.append(message.id)
+                dropped = [*(dropped or ()), message.id]
         if parent is None:
             parent_key = None
         else:
@@ -172,8 +172,9 @@ def insert_new(
         )
     if not _insert(conn, rows):
         return False
-    for message_id in dropped:
-        del calls[message_id]  # type: ignore[union-attr]  # (dropped only with calls)
+    if dropped is not None and calls is not None:
+        for message_id in dropped:
+            del calls[message_id]
     return True
 
 
