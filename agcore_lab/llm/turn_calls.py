@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TypeAlias, overload
 
-from agcore_lab.ids import _random
+from agcore_lab.ids import new_id_value
 from agcore_lab.llm.base import ChatResponse, ToolSpec
 from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote
 from agcore_lab.llm.call_record import CallKind
@@ -130,7 +130,7 @@ def bare_note(
         tail=(anchor, tail) if anchor else None,
     )
     note._call_id = None
-    note.id_value = started << 20 | (digits if digits is not None else _random.getrandbits(20))
+    note.id_value = started << 20 | (digits if digits is not None else new_id_value() & _MASK)
     return note
 
 
