@@ -10,6 +10,11 @@ request hash when a call is read. The calls of a turn that fails or is cancelled
 a write of their own (:meth:`CallRecorder.abandon`), with their error. ``recorder.calls``
 builds the :class:`~agcore_lab.llm.call_record.ModelCall` records on demand.
 
+A turn's usual call (see ``CallRecorder.quick``: a Full slot's whole history, not streamed,
+no request parameters, no redactor or listener) takes no probe at all: ``_ask`` keeps it as
+one tuple in the recorder (:mod:`agcore_lab.llm.turn_calls`), which reads as the note its
+probe would have made.
+
 Storage cost: a call's history is not copied — the recorder notes the chain node the request's
 history window ends at and how many messages it covers; only messages outside the stored
 chains (system prompt, injected summary, messages of a turn that was never committed) are
