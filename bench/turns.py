@@ -26,6 +26,7 @@ process and the same conditions; the ratio of their median turn times must be <=
 costs O(what it adds), not O(history)).
 
 Run: python bench/turns.py [--turns 1000] [--repeats 3] [--long 10000] [--rounds 15]
+[--only recording]
 """
 
 from __future__ import annotations
@@ -90,9 +91,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--long", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--only", choices=["recording"], help="run only these rows (recording: the two overheads)"
+    )
     args = parser.parse_args()
     if args.turns < 100:
         parser.error("--turns must be at least 100 (the windows are turns 10-60 and the last 50)")
+    if args.only == "recording":
+        recording(args.turns, args.repeats)
+        recording_interleaved(args.turns, args.repeats)
+        return
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):

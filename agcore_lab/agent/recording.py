@@ -10,6 +10,11 @@ request hash when a call is read. The calls of a turn that fails or is cancelled
 a write of their own (:meth:`CallRecorder.abandon`), with their error. ``recorder.calls``
 builds the :class:`~agcore_lab.llm.call_record.ModelCall` records on demand.
 
+A turn's usual call (see ``CallRecorder.quick``: a Full slot's whole history, not streamed,
+no request parameters, no redactor or listener) takes no probe at all: ``_ask`` keeps it as
+one tuple in the recorder (:mod:`agcore_lab.llm.turn_calls`), which reads as the note its
+probe would have made.
+
 Storage cost: a call's history is not copied — the recorder notes the chain node the request's
 history window ends at and how many messages it covers; only messages outside the stored
 chains (system prompt, injected summary, messages of a turn that was never committed) are
@@ -44,6 +49,7 @@ from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote, to_note
 from agcore_lab.llm.call_record import RETRIES, CallKind, ModelCall
 from agcore_lab.llm.messages import Message, SystemMessage, ToolMessage
 from agcore_lab.llm.replay import REPLAYED_KEY
+from agcore_lab.llm.turn_calls import QuickCall, TurnCalls, bare_note, quick_note
 from agcore_lab.llm.usage import PriceTable
 from agcore_lab.llm.window import MessageWindow
 
@@ -244,7 +250,7 @@ class CallProbe(CallNote):
         if recorder.redactor is None and not recorder.listeners:  # keep()'s usual case
             self.response_stored = in_chain
             self.rides = in_chain and self.tail is not None
-            recorder.notes.append(self)
+            recorder.entries.append(self)
             recorder._slot_lens.append(self._slot_len)
             return
         recorder.keep(self, response_in_chain=in_chain)
@@ -253,15 +259,15 @@ class CallProbe(CallNote):
         """The request failed (or was cancelled): keep the call with its error, and store the
         recorder's calls at once (the turn will not commit them)."""
         recorder = self._end()
-        kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
         self.status = "error"
-        self.error = f"{kind}: {exc}" if str(exc) else kind
+        self.error = _error_text(exc)
         recorder.keep(self, response_in_chain=False)
         recorder.abandon()
 
 
-class CallRecorder:
-    """Collects the model calls of one turn (or one summary) of a session.
+class CallRecorder(TurnCalls):
+    """Collects the model calls of one turn (or one summary) of a session; as a sequence, its
+    calls as notes (a :class:`~agcore_lab.llm.turn_calls.TurnCalls`: what the store writes).
 
     Made for every turn: its attributes are slots, set once.
 
@@ -281,12 +287,12 @@ class CallRecorder:
         "_written",
         "base_head",
         "base_len",
+        "counter",
         "eager_hash",
-        "header",
         "kind",
         "listeners",
-        "notes",
         "prices",
+        "quick",
         "redactor",
         "session_id",
         "slot_id",
@@ -319,9 +325,18 @@ class CallRecorder:
         self.listeners = list(listeners) if listeners else _NO_LISTENERS
         # A redactor or a listener sees a full record: hash each request as it is sent.
         self.eager_hash = redactor is not None or bool(listeners)
-        self.notes: list[CallNote] = []  # what the store writes (see CallNote)
+        # A turn's usual calls need no probe: the turn notes them as bare tuples (``quick``:
+        # whether it may), counting their retries in ``counter`` (see agent/turn.py).
+        self.quick = kind == "turn" and not self.eager_hash
+        self.counter = [0]
+        self.entries = []  # what the store writes (see CallNote, TurnCalls)
         self._slot_lens: list[int] = []
         self._written = False
+
+    @property
+    def notes(self) -> CallRecorder:
+        """The kept calls, as notes (the recorder itself: see :class:`TurnCalls`)."""
+        return self
 
     @property
     def calls(self) -> list[ModelCall]:
@@ -343,6 +358,35 @@ class CallRecorder:
             self, model, context, tools, stream=stream, slot=slot, system_prompt=system_prompt
         )
 
+    def keep_retried(self, entry: QuickCall, retries: int) -> None:
+        """Keep a usual call (see ``quick``) that took ``retries`` retries, as its note."""
+        note = quick_note(self.header, entry)
+        note.retries = retries
+        self.entries.append(note)
+        self._slot_lens.append(entry[2])
+
+    def quick_failed(
+        self,
+        request: MessageWindow,
+        heads: tuple[Message, ...],
+        tail: int,
+        tools: Sequence[ToolSpec],
+        model: str,
+        anchor: str | None,
+        started: int,
+        perf: int,
+        exc: BaseException,
+    ) -> None:
+        """A usual request (noted with no probe, see ``quick``) failed: keep it as its
+        probe's :meth:`CallProbe.fail` would, and store the recorder's calls at once."""
+        note = bare_note(self.header, request, heads, tail, tools, model, anchor, started)
+        note.latency_ns = time.perf_counter_ns() - perf
+        note.retries = self.counter[0]
+        note.status, note.error = "error", _error_text(exc)
+        self.entries.append(note)
+        self._slot_lens.append(tail)
+        self.abandon()
+
     def keep(self, probe: CallProbe, *, response_in_chain: bool) -> None:
         """Keep ``probe``'s call (after the redactor), placed in the chains as it saw it."""
         stored = probe.response_stored = response_in_chain and probe.response is not None
@@ -350,7 +394,7 @@ class CallRecorder:
             # Answered with a message of the turn's commit, not redacted, no hash yet: the
             # store may keep it on its answer's row.
             probe.rides = stored and probe.status == "ok" and probe.tail is not None
-            self.notes.append(probe)
+            self.entries.append(probe)
             self._slot_lens.append(probe._slot_len)
             return
         note: CallNote = probe
@@ -365,7 +409,7 @@ class CallRecorder:
                 return
             if redacted is not call:
                 note = _redacted_note(probe, call, redacted)
-        self.notes.append(note)
+        self.entries.append(note)
         self._slot_lens.append(probe._slot_len)
         for listener in self.listeners:
             try:
@@ -379,18 +423,31 @@ class CallRecorder:
         Their history tails are cut back to what is stored (the messages the turn added are
         kept by content instead), and their responses are kept by content.
         """
-        if self._written or not self.notes:
+        if self._written or not self.entries:
             return
         self._written = True
-        for note, slot_len in zip(self.notes, self._slot_lens, strict=True):
+        # The slot's length at each call: noted for every note; a usual call's (a tuple, see
+        # TurnCalls) is its request's history.
+        lens = iter(self._slot_lens)
+        for index, entry in enumerate(self.entries):
+            if type(entry) is tuple:
+                slot_len = entry[2]
+            else:
+                slot_len = next(lens)
+            note = self[index]
             tail = note.tail[1] if note.tail is not None else 0
             added = max(0, slot_len - self.base_len)
             note.tail = (self.base_head, max(0, tail - added)) if self.base_head else None
             note.response_stored = note.rides = False
         try:
-            self.store.insert_calls(self.notes)
+            self.store.insert_calls(self)
         except Exception:
             logger.exception("could not store the calls of a failed turn in %s", self.session_id)
+
+
+def _error_text(exc: BaseException) -> str:
+    kind = "cancelled" if not isinstance(exc, Exception) else type(exc).__name__
+    return f"{kind}: {exc}" if str(exc) else kind
 
 
 _NO_PRICES = PriceTable()

@@ -11,18 +11,21 @@ A model error, a cancelled task or an abandoned stream therefore leaves the sess
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
-from agcore_lab.agent.slots import ContextSlot, context_window
+from agcore_lab.agent.slots import ContextSlot, SlotMode, _system_message, context_window
 from agcore_lab.errors import ModelProtocolError
-from agcore_lab.llm.base import ChatResponse, ResponseDone
+from agcore_lab.llm.base import ChatResponse, ResponseDone, ToolSpec
+from agcore_lab.llm.call_record import RETRIES
 from agcore_lab.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from agcore_lab.llm.tools import approval_gate, run_tool_call
 from agcore_lab.llm.usage import CostTracker, Usage
+from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store.base import LinkRecord
 
 if TYPE_CHECKING:
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
     from agcore_lab.llm.call_note import CallNote
 
 __all__ = ["TurnDraft", "resume_turn", "run_turn"]
+
+_FULL = SlotMode.Full
 
 
 @dataclass
@@ -50,9 +55,11 @@ class TurnDraft:
     recorder: CallRecorder | None = None
 
     @property
-    def calls(self) -> list[CallNote]:
-        """The model calls recorded in this turn, as notes (to store with its commit)."""
-        return self.recorder.notes if self.recorder is not None else []
+    def calls(self) -> Sequence[CallNote]:
+        """The model calls recorded in this turn, as notes (to store with its commit; a
+        :class:`~agcore_lab.llm.turn_calls.TurnCalls`, whose usual calls SQLite writes as
+        they are)."""
+        return self.recorder if self.recorder is not None else ()
 
     def add(self, message: Message) -> None:
         self.new_messages.append(message)
@@ -79,19 +86,83 @@ class TurnDraft:
 
 
 async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[TurnEvent]:
-    context = context_window(draft.slot, agent.system_prompt)
+    slot = draft.slot
+    recorder = draft.recorder
+    model = agent.model
+    if recorder is not None and recorder.quick and not stream and slot.mode is _FULL:
+        params = getattr(model, "request_params", None)
+        if not (params and isinstance(params, dict)):
+            # The usual call, noted as one tuple with no probe (see llm/turn_calls.py); its
+            # request is context_window's for a Full slot: the system prompt, then a window
+            # over the whole history.
+            history = slot.messages
+            tail = len(history)
+            prompt = agent.system_prompt
+            heads = (_system_message(prompt),) if prompt else ()
+            window = MessageWindow(heads, history, tail)
+            tools = agent.tool_specs
+            counter = recorder.counter  # HTTP backends count their retries here
+            if RETRIES.get() is not counter:
+                RETRIES.set(counter)
+            counter[0] = 0
+            anchor = slot.head_node_id
+            started = time.time_ns()
+            perf = time.perf_counter_ns()
+            try:
+                response = await model.complete(window, tools=tools)
+                latency = time.perf_counter_ns() - perf
+                cost = draft.record(response)
+            except BaseException as exc:
+                name = model.model_name
+                recorder.quick_failed(window, heads, tail, tools, name, anchor, started, perf, exc)
+                raise
+            name = model.model_name
+            entry = (window, heads, tail, tools, name, anchor, started, latency, response, cost)
+            if counter[0]:  # retried: a note that says how often
+                recorder.keep_retried(entry, counter[0])
+            else:
+                recorder.entries.append(entry)
+            draft.add(response.message)
+            return
+    context = context_window(slot, agent.system_prompt)
     tools = agent.tool_specs
+    if recorder is not None:
+        async for step in _ask_probed(agent, draft, stream, context, tools, recorder):
+            yield step
+        return
+    reply: ChatResponse | None = None
+    if not stream:  # recording is off
+        reply = await model.complete(context, tools=tools)
+    else:
+        async for event in model.stream(context, tools=tools):
+            if isinstance(event, ResponseDone):
+                reply = event.response
+            else:
+                yield event
+        if reply is None:
+            raise ModelProtocolError("the model's stream ended without a final response")
+    draft.record(reply)
+    draft.add(reply.message)
+
+
+async def _ask_probed(
+    agent: Agent,
+    draft: TurnDraft,
+    stream: bool,
+    context: Sequence[Message],
+    tools: list[ToolSpec],
+    recorder: CallRecorder,
+) -> AsyncIterator[TurnEvent]:
+    # Any call but the usual one: a probe notes it (agent/recording.py).
     response: ChatResponse | None = None
-    probe = None
-    if draft.recorder is not None:
-        probe = draft.recorder.begin(
-            agent.model,
-            context,
-            tools,
-            stream=stream,
-            slot=draft.slot,
-            system_prompt=agent.system_prompt,
-        )
+    probe = recorder.begin(
+        agent.model,
+        context,
+        tools,
+        stream=stream,
+        slot=draft.slot,
+        system_prompt=agent.system_prompt,
+    )
     try:
         if not stream:
             response = await agent.model.complete(context, tools=tools)
@@ -100,24 +171,19 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
                 if isinstance(event, ResponseDone):
                     response = event.response
                 else:
-                    if probe is not None:
-                        probe.piece()
+                    probe.piece()
                     yield event
             if response is None:
                 raise ModelProtocolError("the model's stream ended without a final response")
     except BaseException as exc:
-        if probe is not None:
-            probe.fail(exc)
+        probe.fail(exc)
         raise
-    if probe is None:
-        draft.record(response)
-    else:
-        try:
-            cost = draft.record(response)
-        except BaseException as exc:
-            probe.fail(exc)
-            raise
-        probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
+    try:
+        cost = draft.record(response)
+    except BaseException as exc:
+        probe.fail(exc)
+        raise
+    probe.done(response, cost=cost, prices=draft.cost.prices)  # priced once
     draft.add(response.message)
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "digest_of",
     "forget",
     "interned",
+    "known_blobs",
     "message_body",
     "tools_body",
 ]
@@ -113,6 +114,14 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
 
 
 _LAST: list[tuple[object, Interned] | None] = [None]
+
+
+def known_blobs(conn: sqlite3.Connection, session_id: str) -> set[str] | None:
+    """``interned(conn).known(conn, session_id)`` in one call (a turn's commit asks once):
+    ``None`` when ``conn`` is not a SQLite connection."""
+    last = _LAST[0]
+    state = last[1] if last is not None and last[0] is conn else interned(conn)
+    return state.known(conn, session_id) if state is not None else None
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:

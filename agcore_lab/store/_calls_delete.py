@@ -10,7 +10,11 @@ from collections.abc import Sequence
 
 from agcore_lab.store._call_blobs import forget
 from agcore_lab.store._calls import calls_table, checkpoint_ids, stamp
-from agcore_lab.store._calls_lean import clear_node_calls, forget_node_calls, node_call_stamps
+from agcore_lab.store._calls_lean_rows import (
+    clear_node_calls,
+    forget_node_calls,
+    node_call_stamps,
+)
 
 __all__ = ["delete_calls_of_checkpoints", "delete_session_calls"]
 

@@ -33,14 +33,15 @@ import math
 import operator
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
 
 from agcore_lab.llm.base import ToolSpec
-from agcore_lab.llm.call_note import CallNote
+from agcore_lab.llm.call_note import SYSTEM_PROMPT_ONLY, CallNote
 from agcore_lab.llm.call_record import ModelCall
 from agcore_lab.llm.messages import Message
+from agcore_lab.llm.replay import REPLAYED_KEY
+from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import interned, message_body, tools_body
+from agcore_lab.store._call_blobs import interned, known_blobs, message_body, tools_body
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -48,28 +49,20 @@ from agcore_lab.store._calls import (
     _letters,
     _parts_json,
     add_fresh,
-    stamp,
 )
-from agcore_lab.store._node_keys import MESSAGE, render, session_key, split_id
+from agcore_lab.store._node_keys import MESSAGE, split_id
+from agcore_lab.store._sqlite_chains import MAX_CALL_OFFSET as _MAX_OFFSET
 from agcore_lab.store.base import LinkRecord
 
-__all__ = [
-    "NodeCalls",
-    "clear_node_calls",
-    "forget_node_calls",
-    "node_call_rows",
-    "node_call_stamps",
-    "node_calls",
-]
+__all__ = ["NodeCalls", "node_calls"]
 
-CALL = "call"
 _MASK = (1 << 20) - 1
-_MAX_OFFSET = 1 << 40  # about 18 minutes from a call's start to its answer's id
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 
-# What a turn's commit writes on node rows: message id -> its row's ``call`` column.
-NodeCalls = dict[str, str]
+# What a turn's commit writes on node rows: message id -> its row's ``call`` column, or
+# ``(call start, anchor, the column after its first value)`` for the chain insert to finish.
+NodeCalls = dict[str, str | tuple[int, str, str]]
 
 _TEXTS: dict[object, str] = {None: "null"}  # names as JSON (slot and model, finish reasons)
 
@@ -108,17 +101,24 @@ def _suffix(note: CallNote, count: int) -> _Shape | None:
         heads = request.head  # the usual request: no look at the window's history
     else:
         heads = tuple(request[i] for i in range(count))
+    return _shape(note.injected, heads, tools)
+
+
+def _shape(
+    injected: dict[int, str] | None, heads: tuple[Message, ...], tools: Sequence[ToolSpec]
+) -> _Shape | None:
+    """:func:`_suffix` of a request's head messages, their labels and the tools offered."""
     hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
     if (
         hot is not None
-        and note.injected is hot[0]
+        and injected is hot[0]
         and len(heads) == len(hot[1])
         and len(tools) == len(hot[2])
         and all(map(operator.is_, heads, hot[1]))
         and all(map(operator.is_, tools, hot[2]))
     ):
         return hot[3]
-    letters = _letters(note.injected)
+    letters = _letters(injected)
     key = (letters, *map(id, heads), 0, *map(id, tools))
     found = _SUFFIXES.get(key)
     if found is None:
@@ -137,12 +137,14 @@ def _suffix(note: CallNote, count: int) -> _Shape | None:
     shape = (found[0], found[1])
     # The injected labels are compared by identity: the usual ones are a shared dict
     # (SYSTEM_PROMPT_ONLY) or None; the heads and tools are held here (their ids stay theirs).
-    _HOT[0] = (note.injected, heads, tuple(tools), shape)
+    _HOT[0] = (injected, heads, list(tools), shape)
     return shape
 
 
 # (injected labels, heads, tools, shape) of the last call _suffix worked out.
-_HOT: list[tuple[object, tuple[Message, ...], tuple[ToolSpec, ...], _Shape] | None] = [None]
+# The tools as a list: a turn's request offers a list, compared here with == (each item by
+# identity first, then by value: equal tools have the same blob).
+_HOT: list[tuple[object, tuple[Message, ...], list[ToolSpec], _Shape] | None] = [None]
 
 
 # (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
@@ -180,7 +182,20 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
-    for note in calls:
+    known: set[str] | None = None
+    # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
+    turn: TurnCalls | None = calls if TurnCalls in type(calls).__mro__ else None  # type: ignore[assignment]
+    entries: Sequence[ModelCall | CallNote | QuickCall] = calls if turn is None else turn.entries
+    for index, note in enumerate(entries):
+        if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
+            assert turn is not None
+            if known is None:
+                known = known_blobs(conn, turn.header[0])
+                if known is None:
+                    return found, fresh
+            if _quick(conn, known, turn.header, note, found, fresh):
+                continue
+            note = turn[index]  # any other shape: its note, written as below
         if not isinstance(note, CallNote) or not note.rides:
             continue
         response, value, cost = note.response, note.id_value, note.cost
@@ -200,11 +215,11 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         offset = pair[0] - call_key if pair is not None else -1
         if not 0 <= offset < _MAX_OFFSET:
             continue
-        if state is None:
+        if known is None or note.session_id != (turn.header[0] if turn else None):
             state = interned(conn)
             if state is None:
                 return found, fresh
-        known = state.known(conn, note.session_id)
+            known = state.known(conn, note.session_id)
         blobs: dict[str, str] = {}
         shape = _suffix(note, len(note.request) - tail) if tail else None
         if shape is not None:
@@ -233,6 +248,75 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     return found, fresh
 
 
+# The call column of a turn's usual call after its first value (see the module docstring):
+# one format, floats by repr (the shortest text that reads back as the same float).
+_COLUMN_REST = ",%d,%s,%d,%d,%r,0,%d,%s,[%d%s]"
+
+
+def _quick(
+    conn: sqlite3.Connection,
+    known: set[str],
+    header: tuple[str, str, int, str],
+    entry: QuickCall,
+    found: NodeCalls,
+    fresh: Fresh,
+) -> bool:
+    """Put ``entry``'s call column into ``found`` straight from the tuple (and write its
+    blobs), as ``(call start, anchor, the column after its first value)``: the chain insert
+    finishes it with the answer's node key and drops it if the answer is not placed right
+    after the request's history (:func:`~agcore_lab.store._sqlite_chains.insert_new`).
+    ``False`` (nothing written) for any shape but the plainest: its note then takes it."""
+    _, heads, tail, tools, model, anchor, started, latency, response, cost = entry
+    message, usage = response.message, response.usage
+    # cost - cost is 0.0 for a finite float only (the row's REAL column takes what JSON cannot)
+    if type(cost) is not float or cost - cost != 0.0 or usage.requests != 1:
+        return False
+    if anchor is None or not tools or REPLAYED_KEY in message.metadata:
+        return False
+    if not tail:
+        return False
+    injected = SYSTEM_PROMPT_ONLY if heads else None
+    hot = _HOT[0]  # the shape of the previous call, as a rule this one's too (see _shape)
+    if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]:
+        shape = hot[3]
+    else:
+        found_shape = _shape(injected, heads, tools)
+        if found_shape is None:
+            return False
+        shape = found_shape
+    response_id = message.id
+    blobs = None
+    for digest, body in shape[1]:
+        if digest not in known:  # the session's first call, as a rule
+            if blobs is None:
+                blobs = {}
+            blobs[digest] = body
+    if blobs:
+        pair = split_id(response_id, MESSAGE)
+        if pair is None:
+            return False
+        conn.executemany(_INSERT_BLOB, list(blobs.items()))
+        add_fresh(fresh, header[0], _NODE_STORED, (pair[0],), set(blobs))
+    finish = response.finish_reason
+    found[response_id] = (
+        started,
+        anchor,
+        _COLUMN_REST
+        % (
+            header[2],
+            _TEXTS.get((header[1], model)) or _names(header[1], model),
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            cost,
+            (latency + 500) // 1000,
+            _TEXTS.get(finish) or _text(finish),
+            tail,
+            shape[0],
+        ),
+    )
+    return True
+
+
 def _rare(note: CallNote) -> str:
     """The call column's optional tail: ``,ttft`` and ``,{detail}`` (see the docstring)."""
     detail = _detail(note)
@@ -240,97 +324,3 @@ def _rare(note: CallNote) -> str:
     if detail is not None:
         return f",{ttft},{detail}"
     return f",{ttft}" if note.ttft_ns is not None else ""
-
-
-def node_call_rows(
-    conn: sqlite3.Connection,
-    *,
-    session_id: str | None = None,
-    call_id: str | None = None,
-    turn_index: int | None = None,
-    last: int | None = None,
-) -> list[dict[str, Any]]:
-    """The calls kept on node rows that match, as rows in ``model_calls``' columns (with
-    ``parts`` and ``detail`` parsed, and ``node``: the key of the row they ride on)."""
-    conditions, params = ["call IS NOT NULL"], []
-    if session_id is not None:
-        session = session_key(conn, session_id, create=False)
-        if session is None:
-            return []
-        conditions.append("session = ?")
-        params.append(session)
-    if call_id is not None:
-        pair = split_id(call_id, CALL)
-        if pair is None:
-            return []
-        conditions.append("node >= ?")
-        conditions.append(
-            "node - (json_extract(call, '$[0]') >> 20) = ? AND json_extract(call, '$[0]') & ? = ?"
-        )
-        params += [pair[0], pair[0], _MASK, pair[1]]
-    if turn_index is not None:
-        conditions.append("json_extract(call, '$[1]') = ?")
-        params.append(turn_index)
-    sql = f"SELECT node, tail, session, call FROM chain_nodes WHERE {' AND '.join(conditions)}"
-    if last is not None and session_id is not None:
-        # A session's calls are one after another: their answers' keys are in call order.
-        sql += f" ORDER BY node DESC LIMIT {int(last)}"
-    rows = conn.execute(sql, params).fetchall()
-    if not rows:
-        return []
-    if session_id is not None:
-        sessions = {rows[0][2]: session_id}
-    else:
-        sessions = dict(conn.execute("SELECT key, session_id FROM session_keys").fetchall())
-    out = []
-    for node, tail, session, text in rows:
-        if session not in sessions:
-            continue
-        values = json.loads(text)
-        packed = values[0]
-        out.append(
-            {
-                "node": node,
-                "session_id": sessions[session],
-                "call_id": render(node - (packed >> 20), packed & _MASK, CALL),
-                "slot_id": values[2],
-                "turn_index": values[1],
-                "kind": "turn",
-                "model": values[3],
-                "status": "ok",
-                "prompt_tokens": values[4],
-                "completion_tokens": values[5],
-                "cost_usd": values[6],
-                "started_us": (node - (packed >> 20)) // 1000 - values[7],
-                "latency_us": values[8],
-                "ttft_us": values[11] if len(values) > 11 else None,
-                "finish_reason": values[9],
-                "request_hash": b"",
-                "anchor_node": None,
-                "response_id": render(node, tail, MESSAGE),
-                "parts": values[10],
-                "detail": values[12] if len(values) > 12 else {},
-            }
-        )
-    return out
-
-
-def clear_node_calls(conn: sqlite3.Connection, nodes: Sequence[int]) -> None:
-    """Forget the calls riding on these node rows (their messages stay)."""
-    conn.executemany("UPDATE chain_nodes SET call = NULL WHERE node = ?", [(n,) for n in nodes])
-
-
-def forget_node_calls(conn: sqlite3.Connection, session_id: str) -> int:
-    """Forget every call riding on a session's node rows; return how many there were."""
-    session = session_key(conn, session_id, create=False)
-    if session is None:
-        return 0
-    cursor = conn.execute(
-        "UPDATE chain_nodes SET call = NULL WHERE session = ? AND call IS NOT NULL", (session,)
-    )
-    return int(cursor.rowcount)
-
-
-def node_call_stamps(conn: sqlite3.Connection, session_id: str) -> list[tuple[str, int]]:
-    """``(stamp of the call id, node key)`` of a session's calls on node rows."""
-    return [(stamp(r["call_id"]), r["node"]) for r in node_call_rows(conn, session_id=session_id)]

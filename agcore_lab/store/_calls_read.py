@@ -37,7 +37,7 @@ from agcore_lab.store._calls import (
     checkpoint_ids,
     stamp,
 )
-from agcore_lab.store._calls_lean import node_call_rows
+from agcore_lab.store._calls_lean_rows import node_call_rows
 from agcore_lab.store._chains import read_chain
 
 __all__ = ["read_calls"]

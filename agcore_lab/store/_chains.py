@@ -184,7 +184,7 @@ def insert_chain(
     session_id: str,
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
-    calls: dict[str, str] | None = None,
+    calls: dict[str, str | tuple[int, str, str]] | None = None,
 ) -> dict[str, str]:
     """Insert new messages (already-stored ids are skipped) and the links that place them.
 

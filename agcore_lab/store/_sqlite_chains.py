@@ -106,7 +106,7 @@ def insert_new(
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
-    calls: dict[str, str] | None = None,
+    calls: dict[str, str | tuple[int, str, str]] | None = None,
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
     ids placed at home, no other links, no id kept as text. The insert fails as a whole
@@ -115,7 +115,10 @@ def insert_new(
     :func:`insert_nodes`), which decides what to do.
 
     ``calls``: the ``call`` column of some messages' rows (see ``_calls_lean``), all written
-    when it returns ``True``.
+    when it returns ``True``; a column given as ``(call start, anchor, the rest)`` is finished
+    here with the row's key (its first value: the key's distance from the call's start, and
+    the row's random digits), or left out of ``calls`` (not written) if the row's parent is
+    not ``anchor`` or the distance is not in ``[0, MAX_CALL_OFFSET)``.
     """
     fresh = _fresh(messages, links)
     if fresh is None:
@@ -129,11 +132,21 @@ def insert_new(
         known[text] = pair[0]
     session = keys.session(session_id)
     rows: list[Any] = []
+    dropped: list[str] | None = None
     for message in messages:
         (_, _, parent, depth, role, content, call_id, tool, created, extra) = row(
             message, session_id, homes.get(message.id)
         )
         node, tail = pairs[message.id]
+        column = calls.get(message.id) if calls else None
+        if type(column) is tuple:  # (a plain check: this runs for every new message)
+            started, anchor, rest = column
+            offset = node - started
+            if parent == anchor and 0 <= offset < MAX_CALL_OFFSET:
+                column = f"[{offset << 20 | tail}{rest}"
+            else:  # not right after its history: a row of its own keeps its anchor
+                column = None
+                dropped = [*(dropped or ()), message.id]
         if parent is None:
             parent_key = None
         else:
@@ -154,10 +167,20 @@ def insert_new(
                 call_id,
                 tool,
                 extra,
-                calls.get(message.id) if calls else None,
+                column,
             )
         )
-    return _insert(conn, rows)
+    if not _insert(conn, rows):
+        return False
+    if dropped is not None and calls is not None:
+        for message_id in dropped:
+            del calls[message_id]
+    return True
+
+
+# A turn's usual call rides on its answer's row only if the answer's id is this close to the
+# call's start (ns; about 18 minutes): the row keeps the distance in the call column.
+MAX_CALL_OFFSET = 1 << 40
 
 
 def _fresh(

@@ -310,12 +310,13 @@ class SqliteStore(PendingOperations):
                 conn, session, holder=lease_holder, now=utcnow(), release=release_lease
             )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
-            riding, fresh = node_calls(conn, calls, links) if calls else ({}, {})
+            count = len(calls)
+            riding, fresh = node_calls(conn, calls, links) if count else ({}, {})
             renamed = insert_chain(conn, sid, messages, links, riding)
-            if calls:
+            if count:
                 rest = (
                     ()
-                    if len(riding) == len(calls)
+                    if len(riding) == count
                     else [c for c in calls if c.response is None or c.response.id not in riding]
                 )
                 if rest or fresh:
