@@ -24,7 +24,7 @@ it generated deterministically):
 
 Timings are the best of several repeats (the machine may be shared; the splitter rows, a few ms
 each, take twice as many). Run:
-python bench/rag.py [--mb 3] [--vectors 100000] [--quick] [--only 1 3]
+python bench/rag.py [--mb 3] [--vectors 100000] [--quick] [--only 1 3] [--growth]
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def _verdict(ok: bool) -> str:
 # Runs in a fresh interpreter, so its peak RSS is its own: builds the same vectors, notes the
 # resident set, does one thing, and prints seconds and the peak growth over the raw bytes.
 PEAK_SCRIPT = """
-import json, sys, time
+import json, resource, sys, time
 import numpy as np
 from agcore_lab.rag import Document, InMemoryVectorStore, SqliteVectorStore
 from agcore_lab.store.sqlite import SqliteStore
@@ -273,6 +273,22 @@ what, count, dim, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.ar
 def status(field):  # kB in /proc; VmHWM is this process's own peak (getrusage counts the parent)
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+def huge_share(matrix):  # the share of the matrix's bytes on transparent huge pages
+    low = matrix.ctypes.data
+    high, huge, inside = low + matrix.nbytes, 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(None, 2)
+            if "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                inside = start < high and end > low
+            elif inside and head[0] == "AnonHugePages:":
+                huge += int(head[1]) * 1024
+    return min(1.0, huge / max(1, matrix.nbytes))
 
 if what in ("add", "grow", "prealloc"):
     vectors = np.random.default_rng(1).standard_normal((count, dim), dtype=np.float32)
@@ -286,10 +302,16 @@ if what == "add":
     InMemoryVectorStore().add(docs, vectors)
 elif what in ("grow", "prealloc"):  # 10,000 per add: growing as needed, or room for all
     store = InMemoryVectorStore(capacity=count if what == "prealloc" else 1024)
-    cpu = time.process_time()
+    faults, cpu, thread_cpu = minor_faults(), time.process_time(), time.thread_time()
+    system = resource.getrusage(resource.RUSAGE_SELF).ru_stime
     for at in range(0, count, 10_000):
         store.add(docs[at : at + 10_000], vectors[at : at + 10_000])
     extra["cpu"] = time.process_time() - cpu
+    extra["thread_cpu"] = time.thread_time() - thread_cpu  # this thread only (no BLAS pool)
+    extra["faults"] = minor_faults() - faults
+    # Kernel time: the page faults (on a VM, also the host's work behind them).
+    extra["system_cpu"] = resource.getrusage(resource.RUSAGE_SELF).ru_stime - system
+    extra["huge"] = huge_share(store._matrix[: len(store)])
     queries = np.random.default_rng(2).standard_normal((20, dim), dtype=np.float32)
     seconds = time.perf_counter() - start
     store.search(queries[0], 10)
@@ -342,6 +364,16 @@ def bench_memory_growth(count: int, dim: int, repeats: int) -> None:
         for what, seen in runs.items():
             seen.append(_fresh(what, count, dim))
     grow, pre = runs["grow"], runs["prealloc"]
+    # Each run's own figures: whether its matrix ended up on transparent huge pages changes
+    # both the page faults of filling it and the TLB misses of searching it.
+    for number, (g, p) in enumerate(zip(grow, pre, strict=True), start=1):
+        print(
+            f"   run {number}: growing CPU {g['cpu'] * 1e3:.0f} ms (this thread "
+            f"{g['thread_cpu'] * 1e3:.0f}), {g['faults']:,.0f} faults, {g['huge']:.0%} on huge "
+            f"pages, search {g['search'] * 1e3:.2f} ms | room for all CPU {p['cpu'] * 1e3:.0f} ms"
+            f" (this thread {p['thread_cpu'] * 1e3:.0f}), {p['faults']:,.0f} faults, "
+            f"{p['huge']:.0%} on huge pages, search {p['search'] * 1e3:.2f} ms"
+        )
     ms = {"grow": min(r["seconds"] for r in grow) / count * 1e6}
     ms["pre"] = min(r["seconds"] for r in pre) / count * 1e6
     cpu_grow = min(r["cpu"] for r in grow) / count * 1e6
@@ -513,7 +545,14 @@ def main() -> None:
     parser.add_argument(
         "--only", nargs="*", type=int, choices=(1, 2, 3, 4), help="run only these sections"
     )
+    parser.add_argument(
+        "--growth", action="store_true", help="run only section 3's in-memory growth rows"
+    )
     args = parser.parse_args()
+    if args.growth:
+        print(f"\n3. In-memory growth rows only: {args.vectors:,} x {args.dim} (10,000 per add)")
+        bench_memory_growth(args.vectors, args.dim, 3 if args.quick else 7)
+        return
     only = set(args.only or (1, 2, 3, 4))
     repeats = 3 if args.quick else 7
     blas = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
