@@ -48,6 +48,7 @@ MAX_DIM = (
 )  # far beyond any embedding model (OpenAI's largest: 3,072); numpy refuses huge shapes
 MAX_CAPACITY = 1 << 31  # rows reserved up front at most (more still fit: the matrix grows)
 _NO_ROWS: NDArray[np.float32] = np.empty((0, 0), dtype=np.float32)  # while the mapping moves
+_NO_ROWS.flags.writeable = False
 
 
 class SearchHit(NamedTuple):
