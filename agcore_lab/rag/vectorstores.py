@@ -4,7 +4,9 @@ A store keeps documents with one vector each and finds the nearest ones by cosin
 Vectors are normalized on insert, so cosine is a dot product: one contiguous float32 matrix
 times the query, then ``argpartition`` for the exact top k — no per-query copies of the matrix
 and no float64. The matrix grows by a quarter of its capacity at a time, in place (reallocated,
-not copied).
+not copied). A matrix of 4 MiB or more lives in a mapping of its own advised for transparent
+huge pages, whether it was grown or allocated whole (:mod:`agcore_lab.rag._matrix_memory`), so
+filling and searching it cost the same either way.
 
 :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore` is the same store persisted in a
 :class:`~agcore_lab.store.sqlite.SqliteStore`.
@@ -22,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import JsonValue
 
 from agcore_lab.errors import ConflictError, InvalidInputError
+from agcore_lab.rag._matrix_memory import MAPPED, MAPPED_BYTES, MappedMatrix
 from agcore_lab.rag._validate import (
     as_float32,
     check_count,
@@ -44,6 +47,8 @@ MAX_DIM = (
     1 << 20
 )  # far beyond any embedding model (OpenAI's largest: 3,072); numpy refuses huge shapes
 MAX_CAPACITY = 1 << 31  # rows reserved up front at most (more still fit: the matrix grows)
+_NO_ROWS: NDArray[np.float32] = np.empty((0, 0), dtype=np.float32)  # while the mapping moves
+_NO_ROWS.flags.writeable = False
 
 
 class SearchHit(NamedTuple):
@@ -131,6 +136,8 @@ class InMemoryVectorStore:
         self._dim = dim
         self._capacity = check_count(capacity, "capacity", maximum=MAX_CAPACITY)
         self._matrix: NDArray[np.float32] = np.empty((0, dim or 0), dtype=np.float32)
+        # The mapping ``_matrix`` is the start of (``None``: a numpy array, or a loader's).
+        self._memory: MappedMatrix | None = None
         self._count = 0
         self._ids: list[str] = []
         self._rows: list[Document | _Record] = []
@@ -223,6 +230,7 @@ class InMemoryVectorStore:
         The caller holds the lock."""
         self._by_key.clear()
         self._dim = dim
+        self._memory = None
         if loaded is None:
             self._matrix = np.empty((0, 0), dtype=np.float32)
             self._ids, self._rows, self._index, self._count = [], [], {}, 0
@@ -285,13 +293,15 @@ class InMemoryVectorStore:
         """Make room for ``rows`` rows of ``dim`` in the matrix, keeping the stored ones.
 
         The capacity grows by a quarter (or to ``rows`` when that is more; never more than
-        :data:`_SLACK_BYTES` of rows beyond ``rows``), in place: the matrix is reallocated
-        (``ndarray.resize``; for a big matrix the C library moves its pages with ``mremap``
-        instead of copying them), so growing does not copy the stored rows, nor touch the
-        free rows (the bound keeps them small even if a numpy release zeroed them). No view
-        of the matrix outlives a call holding the lock, which is what makes the resize safe
-        (``refcheck=False``). A matrix that does not own its buffer (one handed over by a
-        loader) is copied once into one that does.
+        :data:`_SLACK_BYTES` of rows beyond ``rows``), in place, so growing does not copy the
+        stored rows, nor touch the free rows. A matrix of :data:`MAPPED_BYTES` or more lives in
+        a mapping of its own (:class:`MappedMatrix`, advised for huge pages), which the kernel
+        moves with ``mremap``; our own view of it is dropped first (a mapping with views
+        cannot move), and were another view of it alive, the rows would be copied into a new
+        mapping instead. A smaller matrix (or any, where such mappings do not exist) is a numpy
+        array, reallocated with ``ndarray.resize``. No other view of the matrix outlives a call
+        holding the lock, which is what makes that safe (``refcheck=False``). A matrix the
+        store did not allocate (one handed over by a loader) is copied once into one it did.
         """
         matrix, count = self._matrix, self._count
         if rows <= matrix.shape[0] and matrix.shape[1] == dim:
@@ -299,22 +309,47 @@ class InMemoryVectorStore:
         slack = max(1, _SLACK_BYTES // (4 * dim))
         grown = min(matrix.shape[0] + matrix.shape[0] // 4, rows + slack)
         capacity = max(self._capacity, rows, grown)
-        if count and matrix.shape[1] == dim:
-            if matrix.flags.owndata and matrix.flags.c_contiguous:
-                # Read-only while resized: numpy then leaves the new rows as they are instead
-                # of zeroing them (they are written before they are counted), so the pages
-                # beyond the add stay untouched, not resident.
-                matrix.flags.writeable = False
-                try:
-                    matrix.resize((capacity, dim), refcheck=False)
-                finally:
-                    matrix.flags.writeable = True
-                return
-            grown = np.empty((capacity, dim), dtype=np.float32)
-            grown[:count] = matrix[:count]
-            self._matrix = grown
+        if not count or matrix.shape[1] != dim:
+            self._allocate(capacity, dim)
             return
-        self._matrix = np.empty((capacity, dim), dtype=np.float32)
+        memory, mapped = self._memory, MAPPED and 4 * capacity * dim >= MAPPED_BYTES
+        if memory is not None:
+            held, moved = matrix.shape[0], False
+            del matrix
+            self._matrix = _NO_ROWS
+            try:
+                moved = memory.grow(capacity, dim)
+            finally:
+                self._matrix = memory.view(capacity if moved else held, dim)
+            if moved:
+                return
+            matrix = self._matrix
+        elif not mapped and matrix.flags.owndata and matrix.flags.c_contiguous:
+            # Read-only while resized: numpy then leaves the new rows as they are instead
+            # of zeroing them (they are written before they are counted), so the pages
+            # beyond the add stay untouched, not resident.
+            matrix.flags.writeable = False
+            try:
+                matrix.resize((capacity, dim), refcheck=False)
+            finally:
+                matrix.flags.writeable = True
+            return
+        self._matrix = matrix  # kept until the copy is made, should the allocation fail
+        self._allocate(capacity, dim)
+        self._matrix[:count] = matrix[:count]
+
+    def _allocate(self, rows: int, dim: int) -> None:
+        """A new matrix of ``rows`` rows of ``dim``, contents undefined: in a mapping of its
+        own when big enough (and possible), else a numpy array."""
+        if MAPPED and 4 * rows * dim >= MAPPED_BYTES:
+            try:
+                memory = MappedMatrix(rows, dim)
+            except OSError:  # out of address space: numpy may still find room, or say so
+                pass
+            else:
+                self._matrix, self._memory = memory.view(rows, dim), memory
+                return
+        self._matrix, self._memory = np.empty((rows, dim), dtype=np.float32), None
 
     def _append(
         self, docs: Sequence[Document | _Record], added: int, ids: Sequence[str] | None = None
