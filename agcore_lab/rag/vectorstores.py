@@ -3,10 +3,10 @@
 A store keeps documents with one vector each and finds the nearest ones by cosine similarity.
 Vectors are normalized on insert, so cosine is a dot product: one contiguous float32 matrix
 times the query, then ``argpartition`` for the exact top k — no per-query copies of the matrix
-and no float64. The matrix grows by a quarter of its capacity at a time, in place (reallocated,
-not copied). A matrix of 4 MiB or more lives in a mapping of its own advised for transparent
-huge pages, whether it was grown or allocated whole (:mod:`agcore_lab.rag._matrix_memory`), so
-filling and searching it cost the same either way.
+and no float64. The matrix grows by a quarter of its capacity at a time. A matrix of 4 MiB or
+more lives in a mapping of its own advised for transparent huge pages, whether it was grown or
+allocated whole (:mod:`agcore_lab.rag._matrix_memory`), so filling and searching it cost the
+same either way.
 
 :class:`~agcore_lab.rag.sqlite_vectors.SqliteVectorStore` is the same store persisted in a
 :class:`~agcore_lab.store.sqlite.SqliteStore`.
