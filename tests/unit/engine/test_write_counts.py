@@ -283,3 +283,32 @@ def test_children_made_together_are_one_write_and_take_no_lease_of_their_own(
         assert _lease(store, result.child_id) is None
         labels = [c.label for c in manager.checkpointer.list_checkpoints_sync(result.child_id)]
         assert labels == [None, "start"]
+
+
+def test_children_made_together_store_their_one_slot_state_once(tmp_path: Path) -> None:
+    # Made in one write, at one time: their first slots have one state, so the group adds
+    # one slot_states row and one name, not one per child; each child's checkpoints still
+    # restore its own slot.
+    store = SqliteStore(tmp_path / "states.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    rows = "SELECT (SELECT count(*) FROM slot_states), (SELECT count(*) FROM names)"
+    before = store.connection.execute(rows).fetchone()
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
+    )
+    states, names = store.connection.execute(rows).fetchone()
+    assert states - before[0] == 1
+    assert names - before[1] == 3  # the state's digest, the agent "w", its model "scripted"
+    made = set()
+    for result in results:
+        assert isinstance(result, SubTaskResult)
+        after, start = manager.checkpointer.list_checkpoints_sync(result.child_id)
+        assert start.slots["main"].head_node_id is None
+        assert after.slots["main"].head_node_id is not None
+        assert start.slots["main"].session_id == result.child_id
+        made.add(start.slots["main"].created_at)
+        manager.checkpointer.rollback_sync(result.child_id, start.ckpt_id)
+        assert manager.get_sync(result.child_id).current_slot.messages == []
+    assert len(made) == 1
