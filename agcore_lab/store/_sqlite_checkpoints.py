@@ -27,6 +27,7 @@ from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, spli
 
 __all__ = [
     "CKPT",
+    "checkpoint_base",
     "checkpoint_key",
     "clear_checkpoints",
     "ids_of_session",
@@ -322,6 +323,26 @@ def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | Non
         "SELECT max(ckpt_id) FROM checkpoints_keyed WHERE session_key = ?", (session,)
     ).fetchone()
     return str(row[0]) if row[0] is not None else None
+
+
+def checkpoint_base(conn: sqlite3.Connection, session_id: str) -> tuple[str | None, int]:
+    """What a session's next checkpoint builds on, in one statement: its latest
+    checkpoint's id (:func:`latest_checkpoint_id`) and its memory version (the number of
+    its memory writes so far)."""
+    found = conn.execute(
+        "SELECT m.version, c.ckpt, c.tail, c.session, (SELECT 1 FROM checkpoint_ids LIMIT 1) "
+        "FROM (SELECT coalesce(max(version), 0) AS version FROM memory_log "
+        "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session "
+        "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
+        "WHERE s.session_id = ?1 ORDER BY c.ckpt DESC LIMIT 1) c",
+        (session_id,),
+    ).fetchone()
+    version, key, tail, _, texts = found
+    if key is None:
+        return None, int(version)
+    if texts is None:
+        return render(key, tail, CKPT), int(version)
+    return latest_checkpoint_id(conn, session_id), int(version)
 
 
 def ids_of_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
