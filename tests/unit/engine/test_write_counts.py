@@ -14,11 +14,12 @@ from agcore_lab import (
     ScriptedModel,
     SessionManager,
     SqliteStore,
+    StaleSessionError,
     SubTaskResult,
     Tool,
     ToolCall,
 )
-from agcore_lab.store.base import CkptMeta
+from agcore_lab.store.base import CkptMeta, SessionRecord
 
 
 def _writes(store: SqliteStore) -> list[str]:
@@ -312,3 +313,30 @@ def test_children_made_together_store_their_one_slot_state_once(tmp_path: Path) 
         manager.checkpointer.rollback_sync(result.child_id, start.ckpt_id)
         assert manager.get_sync(result.child_id).current_slot.messages == []
     assert len(made) == 1
+
+
+def test_a_commit_keeps_or_changes_the_parent_as_its_record_says(tmp_path: Path) -> None:
+    # A turn's commit keeps the parent and leaves it out of its UPDATE (the parent index is
+    # not rewritten); a record that names another parent is still stored with it, and a
+    # stale version is refused either way.
+    store = SqliteStore(tmp_path / "p.db")
+    for sid in ("a", "b", "kid"):
+        store.create_session(SessionRecord(session_id=sid, agent_name="x", parent_id=None))
+    statements = _writes(store)
+    version = store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id=None))
+    assert not any("parent_id = " in s.split("WHERE")[0] for s in statements if "UPDATE" in s)
+    version = store.commit(
+        SessionRecord(session_id="kid", agent_name="x", parent_id="a", version=version)
+    )
+    assert store.child_ids("a") == ["kid"]
+    version = store.commit(
+        SessionRecord(session_id="kid", agent_name="y", parent_id="a", version=version)
+    )
+    record = store.get_session("kid")
+    assert record is not None and (record.parent_id, record.agent_name) == ("a", "y")
+    with pytest.raises(StaleSessionError):
+        store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id="b", version=1))
+    with pytest.raises(StaleSessionError):
+        store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id="a", version=1))
+    assert store.child_ids("a") == ["kid"] and store.child_ids("b") == []
+    assert store.session_version("kid") == version
