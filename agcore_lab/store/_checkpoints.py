@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from agcore_lab.checks import check_count
 from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import clear_checkpoints, write_checkpoint
@@ -151,8 +152,10 @@ def _spend_compact(spend: dict[str, ModelSpend]) -> str:
 def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     """Insert one checkpoint row (and any slot state not stored yet)."""
     slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
-    write = _plain_insert if getattr(conn, "dialect", "sqlite") == "postgresql" else _LEAN
-    write(
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        _insert_lean(conn, ckpt, slots)
+        return
+    _plain_insert(
         conn,
         (
             ckpt.session_id,
@@ -181,7 +184,39 @@ def _plain_insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
     conn.execute(_INSERT_CHECKPOINT, row)
 
 
-_LEAN = write_checkpoint  # SQLite's schema 11: the same row, stored lean
+def _insert_lean(conn: sqlite3.Connection, ckpt: CkptMeta, slots: dict[str, list[Any]]) -> None:
+    # SQLite's schema 11: the same row, stored lean (write_checkpoint). Whether the slots and
+    # spend are flat is decided on the values: their JSON is written only when it is stored.
+    figures = {
+        model: (s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.requests, s.cost)
+        for model, s in ckpt.spend.items()
+    }
+    flat = flat_slot_of(slots, ckpt.current_slot_id)
+    spent = flat_spend_of(figures, ckpt.prompt_tokens, ckpt.completion_tokens, ckpt.cost_usd)
+    write_checkpoint(
+        conn,
+        (
+            ckpt.session_id,
+            ckpt.ckpt_id,
+            ckpt.parent_ckpt_id,
+            ckpt.turn_index,
+            ckpt.created_at.isoformat(),
+            ckpt.label,
+            ckpt.source,
+            ckpt.message_count,
+            ckpt.prompt_tokens,
+            ckpt.completion_tokens,
+            ckpt.cost_usd,
+            ckpt.agent_name,
+            ckpt.current_slot_id,
+            ckpt.last_summary_turn,
+            ckpt.memory_version,
+            None if flat is not None else compact(slots),
+            None if spent is not None else _spend_compact(ckpt.spend),
+            ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
+        ),
+        (flat, spent),
+    )
 
 
 def checkpoint_page(

@@ -15,15 +15,13 @@ Every write goes through :func:`write_checkpoint` with a row in the old columns
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic_core import from_json
-
-from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, split_id
+from agcore_lab.store._checkpoint_flat import flat_slot, flat_spend
+from agcore_lab.store._node_keys import render, session_key, split_id
 
 __all__ = [
     "CKPT",
@@ -38,8 +36,6 @@ __all__ = [
 CKPT = "ckpt"
 SOURCES = {"auto": 0, "manual": 1, "fork": 2, "rollback": 3}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SAFE = re.compile(r"[A-Za-z0-9_.:/@+\- ]{1,200}")
-_DIGEST = re.compile(r"[0-9a-f]{16}")
 _INSERT = (
     "INSERT INTO checkpoint_rows (ckpt, tail, session, parent, parent_tail, turn_index, "
     "created, source, message_count, prompt_tokens, completion_tokens, cost_usd, agent, "
@@ -135,77 +131,16 @@ def _time(text: object, key: int) -> tuple[int | None, object]:
     return micros - (key // 1000 if key > 0 else 0), None
 
 
-def _cost_text(cost: float) -> str | None:
-    # How SQLite's JSON writes a REAL (%!.15g), when that is also Python's repr.
-    text = repr(cost)
-    if "e" in text or "n" in text:
-        return None
-    return text if f"{cost:.15g}" == text.removesuffix(".0") or f"{cost:.15g}" == text else None
+def write_checkpoint(
+    conn: sqlite3.Connection,
+    row: Sequence[Any],
+    known: tuple[Any, Any] | None = None,
+) -> None:
+    """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``).
 
-
-def _flat_slot(text: object, slot: object) -> tuple[int | None, int | None, str] | None:
-    """(head offset source, head tail, digest) of a one-slot ``slots_json`` the view writes
-    back byte for byte; ``None`` otherwise. The head offset source is the head's key."""
-    if type(text) is not str or type(slot) is not str or _SAFE.fullmatch(slot) is None:
-        return None
-    try:
-        heads = from_json(text)
-    except ValueError:
-        return None
-    if type(heads) is not dict or list(heads) != [slot]:
-        return None
-    pair = heads[slot]
-    if type(pair) is not list or len(pair) != 2 or type(pair[1]) is not str:
-        return None
-    head, digest = pair
-    if _DIGEST.fullmatch(digest) is None:
-        return None
-    if head is None:
-        if text != f'{{"{slot}":[null,"{digest}"]}}':
-            return None
-        return None, None, digest
-    if type(head) is not str or text != f'{{"{slot}":["{head}","{digest}"]}}':
-        return None
-    found = split_id(head, MESSAGE)
-    link = 0
-    if found is None:
-        found, link = split_id(head, LINK), 1
-    if found is None:
-        return None
-    return found[0], found[1] | link << 20, digest
-
-
-def _flat_spend(text: object, prompt: object, completion: object, cost: object) -> Any:
-    """(model, requests) of a one-model ``spend_json`` whose totals are the row's, which
-    the view writes back byte for byte; ``None`` otherwise."""
-    if type(text) is not str or type(cost) is not float:
-        return None
-    try:
-        spend = from_json(text)
-    except ValueError:
-        return None
-    if type(spend) is not dict or len(spend) != 1:
-        return None
-    ((model, figures),) = spend.items()
-    if _SAFE.fullmatch(model) is None or type(figures) is not list or len(figures) != 4:
-        return None
-    p, c, requests, spent = figures
-    shown = _cost_text(cost)
-    if not (
-        type(p) is int
-        and type(c) is int
-        and type(requests) is int
-        and type(spent) is float
-        and (p, c, spent) == (prompt, completion, cost)
-        and shown is not None
-        and text == f'{{"{model}":[{p},{c},{requests},{shown}]}}'
-    ):
-        return None
-    return model, requests
-
-
-def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
-    """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``)."""
+    ``known``: what ``_checkpoint_flat.flat_slot_of`` and ``flat_spend_of`` said of the row's
+    slots and spend, when the caller has them as values (its ``slots_json`` / ``spend_json``
+    may then be ``None`` where they are flat: they are not stored)."""
     (
         session_id,
         ckpt_id,
@@ -226,8 +161,9 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         spend_json,
         pending_json,
     ) = row
-    flat = _flat_slot(slots_json, slot)
-    spent = _flat_spend(spend_json, prompt, completion, cost)
+    if known is None:
+        known = (flat_slot(slots_json, slot), flat_spend(spend_json, prompt, completion, cost))
+    flat, spent = known
     wanted = [n for n in (agent, slot) if type(n) is str]
     if flat is not None:
         wanted.append(flat[2])

@@ -1,0 +1,136 @@
+"""A checkpoint written from its values (``insert_checkpoint``: whether its slots and spend
+are flat is decided without writing and parsing their JSON) is stored exactly as the row in
+the old columns (``write_checkpoint``, which parses the JSON texts) stores it: the same lean
+row, and the same record read back, for flat and for every kind of not-flat checkpoint."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_lab.ids import new_id
+from agcore_lab.llm.usage import ModelSpend, Usage
+from agcore_lab.store._checkpoints import _spend_compact, _state_hash, insert_checkpoint
+from agcore_lab.store._json import compact
+from agcore_lab.store._sqlite_checkpoints import write_checkpoint
+from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
+from agcore_lab.store.sqlite import SqliteStore
+
+_AT = datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def _slot(slot_id: str, head: str | None) -> SlotRecord:
+    return SlotRecord(session_id="s", slot_id=slot_id, head_node_id=head, created_at=_AT)
+
+
+def _spend(*figures: tuple[str, int, int, int, float]) -> dict[str, ModelSpend]:
+    return {
+        model: ModelSpend(usage=Usage(prompt_tokens=p, completion_tokens=c, requests=r), cost=x)
+        for model, p, c, r, x in figures
+    }
+
+
+def _meta(**change: Any) -> CkptMeta:
+    fields: dict[str, Any] = {
+        "ckpt_id": new_id("ckpt"),
+        "session_id": "s",
+        "parent_ckpt_id": None,
+        "turn_index": 1,
+        "created_at": _AT,
+        "source": "auto",
+        "message_count": 2,
+        "prompt_tokens": 6,
+        "completion_tokens": 5,
+        "cost_usd": 0.25,
+        "agent_name": "worker",
+        "slots": {"main": _slot("main", new_id("msg"))},
+        "spend": _spend(("scripted", 6, 5, 1, 0.25)),
+    }
+    fields.update(change)
+    return CkptMeta(**fields)
+
+
+def _old_write(conn: Any, ckpt: CkptMeta) -> None:
+    # The row in the old columns, its JSON written and parsed back (as before).
+    slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
+    write_checkpoint(
+        conn,
+        (
+            ckpt.session_id,
+            ckpt.ckpt_id,
+            ckpt.parent_ckpt_id,
+            ckpt.turn_index,
+            ckpt.created_at.isoformat(),
+            ckpt.label,
+            ckpt.source,
+            ckpt.message_count,
+            ckpt.prompt_tokens,
+            ckpt.completion_tokens,
+            ckpt.cost_usd,
+            ckpt.agent_name,
+            ckpt.current_slot_id,
+            ckpt.last_summary_turn,
+            ckpt.memory_version,
+            compact(slots),
+            _spend_compact(ckpt.spend),
+            None,
+        ),
+    )
+
+
+CASES = {
+    "flat": {},
+    "no head yet": {"slots": {"main": _slot("main", None)}},
+    "a link at the head": {"slots": {"main": _slot("main", new_id("node"))}},
+    "a head id of another shape": {"slots": {"main": _slot("main", "my-own-id")}},
+    "two slots": {"slots": {"main": _slot("main", None), "b": _slot("b", new_id("msg"))}},
+    "the one slot is not the current one": {"slots": {"b": _slot("b", new_id("msg"))}},
+    "a slot name JSON escapes": {
+        "current_slot_id": 'sl"ot',
+        "slots": {'sl"ot': _slot('sl"ot', new_id("msg"))},
+    },
+    "two models": {"spend": _spend(("a", 3, 2, 1, 0.125), ("b", 3, 3, 1, 0.125))},
+    "no model": {"spend": {}},
+    "a model name outside the safe letters": {"spend": _spend(("modèle", 6, 5, 1, 0.25))},
+    "the spend's totals are not the row's": {"spend": _spend(("scripted", 6, 5, 1, 0.5))},
+    "a cost shown with an exponent": {
+        "cost_usd": 1e-20,
+        "spend": _spend(("scripted", 6, 5, 1, 1e-20)),
+    },
+    "a negative zero cost": {"cost_usd": 0.0, "spend": _spend(("scripted", 6, 5, 1, -0.0))},
+    "a long cost": {"cost_usd": 0.1 + 0.2, "spend": _spend(("scripted", 6, 5, 2, 0.1 + 0.2))},
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_checkpoint_is_stored_as_its_old_columns_store_it(tmp_path: Path, case: str) -> None:
+    stores = [SqliteStore(tmp_path / f"{n}.db") for n in ("new", "old")]
+    meta = _meta(**CASES[case])
+    for store, write in zip(stores, (insert_checkpoint, _old_write), strict=True):
+        store.create_session(SessionRecord(session_id="s", agent_name="worker"))
+        with store.transaction() as conn:
+            write(conn, meta)
+    rows = [
+        store.connection.execute("SELECT * FROM checkpoint_rows").fetchall() for store in stores
+    ]
+    assert rows[0] == rows[1] and len(rows[0]) == 1
+    records = [store.list_checkpoints("s") for store in stores]
+    unstored = {"slots": {"__all__": {"updated_at"}}}  # a slot's updated_at is not stored
+    assert [r.model_dump(exclude=unstored) for r in records[0]] == [
+        r.model_dump(exclude=unstored) for r in records[1]
+    ]
+    (record,) = records[0]
+    assert (record.ckpt_id, record.cost_usd, record.current_slot_id) == (
+        meta.ckpt_id,
+        meta.cost_usd,
+        meta.current_slot_id,
+    )
+    assert {k: s.head_node_id for k, s in record.slots.items()} == {
+        k: s.head_node_id for k, s in meta.slots.items()
+    }
+    assert {k: (s.usage, s.cost) for k, s in record.spend.items()} == {
+        k: (s.usage, s.cost) for k, s in meta.spend.items()
+    }
