@@ -22,7 +22,11 @@ from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._json import compact
-from agcore_lab.store._sqlite_checkpoints import clear_checkpoints, write_checkpoint
+from agcore_lab.store._sqlite_checkpoints import (
+    clear_checkpoints,
+    write_checkpoint,
+    write_checkpoints,
+)
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "UPSERT_SLOT",
     "delete_checkpoints",
     "insert_checkpoint",
+    "insert_checkpoints",
     "replace_slots",
     "restore_memory",
     "slot_from_row",
@@ -128,15 +133,21 @@ def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[Slo
     conn.executemany(INSERT_SLOT, [slot_values(s, session_id) for s in slots])
 
 
-def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
+_INSERT_STATE = "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALUES (?, ?)"
+
+
+def _state(slot: SlotRecord) -> tuple[str, str]:
+    # A slot's state (what a checkpoint restores of it) as its digest and its JSON text.
     state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
     if state["merge_strategy"] is None:  # absent, as in states stored before it existed
         del state["merge_strategy"]
     text = compact(state)
-    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    conn.execute(
-        "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALUES (?, ?)", (digest, text)
-    )
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest(), text
+
+
+def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
+    digest, text = _state(slot)
+    conn.execute(_INSERT_STATE, (digest, text))
     return digest
 
 
@@ -184,17 +195,44 @@ def _plain_insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
     conn.execute(_INSERT_CHECKPOINT, row)
 
 
+def insert_checkpoints(conn: sqlite3.Connection, ckpts: Sequence[CkptMeta]) -> None:
+    """Insert many checkpoints (the first ones of sessions made together): on SQLite each
+    distinct slot state written once, and the rows in one ``executemany``
+    (``write_checkpoints``)."""
+    if len(ckpts) < 2 or getattr(conn, "dialect", "sqlite") == "postgresql":
+        for ckpt in ckpts:
+            insert_checkpoint(conn, ckpt)
+        return
+    states: dict[str, str] = {}
+    rows = []
+    for ckpt in ckpts:
+        slots: dict[str, list[Any]] = {}
+        for sid, slot in ckpt.slots.items():
+            digest, text = _state(slot)
+            states[digest] = text
+            slots[sid] = [slot.head_node_id, digest]
+        rows.append(_lean_row(ckpt, slots))
+    conn.executemany(_INSERT_STATE, list(states.items()))
+    write_checkpoints(conn, rows)
+
+
 def _insert_lean(conn: sqlite3.Connection, ckpt: CkptMeta, slots: dict[str, list[Any]]) -> None:
-    # SQLite's schema 11: the same row, stored lean (write_checkpoint). Whether the slots and
-    # spend are flat is decided on the values: their JSON is written only when it is stored.
+    # SQLite's schema 11: the same row, stored lean (write_checkpoint).
+    write_checkpoint(conn, *_lean_row(ckpt, slots))
+
+
+def _lean_row(
+    ckpt: CkptMeta, slots: dict[str, list[Any]]
+) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
+    # The row in the old columns and whether its slots and spend are flat, decided on the
+    # values: their JSON is written only when it is stored.
     figures = {
         model: (s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.requests, s.cost)
         for model, s in ckpt.spend.items()
     }
     flat = flat_slot_of(slots, ckpt.current_slot_id)
     spent = flat_spend_of(figures, ckpt.prompt_tokens, ckpt.completion_tokens, ckpt.cost_usd)
-    write_checkpoint(
-        conn,
+    return (
         (
             ckpt.session_id,
             ckpt.ckpt_id,

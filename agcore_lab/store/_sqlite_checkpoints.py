@@ -31,6 +31,7 @@ __all__ = [
     "ids_of_session",
     "latest_checkpoint_id",
     "write_checkpoint",
+    "write_checkpoints",
 ]
 
 CKPT = "ckpt"
@@ -141,34 +142,9 @@ def write_checkpoint(
     ``known``: what ``_checkpoint_flat.flat_slot_of`` and ``flat_spend_of`` said of the row's
     slots and spend, when the caller has them as values (its ``slots_json`` / ``spend_json``
     may then be ``None`` where they are flat: they are not stored)."""
-    (
-        session_id,
-        ckpt_id,
-        parent,
-        turn,
-        created_at,
-        label,
-        source,
-        count,
-        prompt,
-        completion,
-        cost,
-        agent,
-        slot,
-        summary_turn,
-        memory,
-        slots_json,
-        spend_json,
-        pending_json,
-    ) = row
-    if known is None:
-        known = (flat_slot(slots_json, slot), flat_spend(spend_json, prompt, completion, cost))
-    flat, spent = known
-    wanted = [n for n in (agent, slot) if type(n) is str]
-    if flat is not None:
-        wanted.append(flat[2])
-    if spent is not None:
-        wanted.append(spent[0])
+    session_id, ckpt_id = row[0], row[1]
+    known = _known(row, known)
+    wanted = _wanted(row, known)
     # What the row needs to know, in one statement: ids kept as text? the session's number,
     # the names' numbers.
     found = conn.execute(
@@ -188,46 +164,7 @@ def write_checkpoint(
     key, tail = pair if pair is not None else _own(conn, ckpt_id)
 
     def values(key: int, tail: int | None) -> tuple[Any, ...]:
-        offset, parent_tail = (
-            (None, None) if parent is None else _reference(conn, key, parent, texts)
-        )
-        created, created_text = _time(created_at, key)
-        head = head_tail = state = model = requests = None
-        slots, spend = slots_json, spend_json
-        if flat is not None:
-            head_key, head_tail, digest = flat
-            head = key - head_key if head_key is not None else None
-            state, slots = names[digest], None
-        if spent is not None:
-            model, requests, spend = names[spent[0]], spent[1], None
-        return (
-            key,
-            tail,
-            session,
-            offset,
-            parent_tail,
-            turn,
-            created,
-            SOURCES.get(source, source),
-            count,
-            prompt,
-            completion,
-            cost,
-            names.get(agent, agent),
-            names.get(slot, slot),
-            summary_turn,
-            memory,
-            head,
-            head_tail,
-            state,
-            model,
-            requests,
-            label,
-            created_text,
-            slots,
-            spend,
-            pending_json,
-        )
+        return _lean_values(conn, row, known, (key, tail, session), names, texts)
 
     try:
         conn.execute(_INSERT, values(key, tail))
@@ -240,6 +177,144 @@ def write_checkpoint(
             raise  # this checkpoint is stored already (or a value is not allowed)
         # Another checkpoint's id has the same clock digits: this one's is kept as text.
         conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
+
+
+def write_checkpoints(
+    conn: sqlite3.Connection, rows: Sequence[tuple[Sequence[Any], tuple[Any, Any] | None]]
+) -> None:
+    """:func:`write_checkpoint` of many ``(row, known)`` (new sessions' first checkpoints):
+    one read of their sessions' numbers and names and one ``executemany``. Row by row instead
+    while any checkpoint id is kept as text, or when a key is taken (or given twice)."""
+    pairs = [split_id(row[1], CKPT) for row, _ in rows]
+    keys = [pair[0] for pair in pairs if pair is not None]
+    taken = len(keys) < len(rows) or len(set(keys)) < len(keys)
+    if not taken:
+        probe = ",".join("?" * len(keys))
+        found = conn.execute(
+            "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
+            f"(SELECT 1 FROM checkpoint_rows WHERE ckpt IN ({probe}) LIMIT 1)",
+            keys,
+        ).fetchone()
+        taken = found != (None, None)
+    if taken:
+        for row, given in rows:
+            write_checkpoint(conn, row, given)
+        return
+    flats = [_known(row, given) for row, given in rows]
+    wanted = {n for (row, _), k in zip(rows, flats, strict=True) for n in _wanted(row, k)}
+    names = _names(conn, sorted(wanted)) if wanted else {}
+    sessions = sorted({row[0] for row, _ in rows})
+    numbers: dict[str, int] = dict(
+        conn.execute(
+            "SELECT session_id, key FROM session_keys WHERE session_id IN "
+            f"({','.join('?' * len(sessions))})",
+            sessions,
+        ).fetchall()
+    )
+    for session_id in sessions:
+        if session_id not in numbers:
+            made = session_key(conn, session_id, create=True)
+            assert made is not None  # made when missing
+            numbers[session_id] = made
+    conn.executemany(
+        _INSERT,
+        [
+            _lean_values(conn, row, flat, (*pair, numbers[row[0]]), names, False)
+            for (row, _), flat, pair in zip(rows, flats, pairs, strict=True)
+            if pair is not None
+        ],
+    )
+
+
+def _known(row: Sequence[Any], known: tuple[Any, Any] | None) -> tuple[Any, Any]:
+    # Whether the row's slots and spend are flat, from their texts when not given.
+    if known is not None:
+        return known
+    slots_json, spend_json = row[15], row[16]
+    return flat_slot(slots_json, row[12]), flat_spend(spend_json, row[8], row[9], row[10])
+
+
+def _wanted(row: Sequence[Any], known: tuple[Any, Any]) -> list[str]:
+    # The names a row is stored with: its agent and slot, its state digest, its one model.
+    flat, spent = known
+    wanted = [n for n in (row[11], row[12]) if type(n) is str]
+    if flat is not None:
+        wanted.append(flat[2])
+    if spent is not None:
+        wanted.append(spent[0])
+    return wanted
+
+
+def _lean_values(
+    conn: sqlite3.Connection,
+    row: Sequence[Any],
+    known: tuple[Any, Any],
+    where: tuple[int, int | None, int],
+    names: dict[str, int],
+    texts: bool,
+) -> tuple[Any, ...]:
+    # The checkpoint_rows values of a row in the old columns, at key and tail (``where``:
+    # key, tail, session number).
+    (
+        _,
+        _,
+        parent,
+        turn,
+        created_at,
+        label,
+        source,
+        count,
+        prompt,
+        completion,
+        cost,
+        agent,
+        slot,
+        summary_turn,
+        memory,
+        slots_json,
+        spend_json,
+        pending_json,
+    ) = row
+    key, tail, session = where
+    flat, spent = known
+    offset, parent_tail = (None, None) if parent is None else _reference(conn, key, parent, texts)
+    created, created_text = _time(created_at, key)
+    head = head_tail = state = model = requests = None
+    slots, spend = slots_json, spend_json
+    if flat is not None:
+        head_key, head_tail, digest = flat
+        head = key - head_key if head_key is not None else None
+        state, slots = names[digest], None
+    if spent is not None:
+        model, requests, spend = names[spent[0]], spent[1], None
+    return (
+        key,
+        tail,
+        session,
+        offset,
+        parent_tail,
+        turn,
+        created,
+        SOURCES.get(source, source),
+        count,
+        prompt,
+        completion,
+        cost,
+        names.get(agent, agent),
+        names.get(slot, slot),
+        summary_turn,
+        memory,
+        head,
+        head_tail,
+        state,
+        model,
+        requests,
+        label,
+        created_text,
+        slots,
+        spend,
+        pending_json,
+    )
 
 
 def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:

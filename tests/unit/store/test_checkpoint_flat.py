@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
+from agcore_lab.errors import StorageError
 from agcore_lab.ids import new_id
 from agcore_lab.llm.usage import ModelSpend, Usage
-from agcore_lab.store._checkpoints import _spend_compact, _state_hash, insert_checkpoint
+from agcore_lab.store._checkpoints import (
+    _spend_compact,
+    _state_hash,
+    insert_checkpoint,
+    insert_checkpoints,
+)
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import write_checkpoint
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
@@ -134,3 +140,60 @@ def test_a_checkpoint_is_stored_as_its_old_columns_store_it(tmp_path: Path, case
     assert {k: (s.usage, s.cost) for k, s in record.spend.items()} == {
         k: (s.usage, s.cost) for k, s in meta.spend.items()
     }
+
+
+def _rows(store: SqliteStore) -> list[Any]:
+    # The old columns (names by their text: a batch numbers its new names in another order)
+    # and which ids are kept as text.
+    view = "SELECT * FROM checkpoints ORDER BY ckpt_id"
+    kept = "SELECT ckpt_id FROM checkpoint_ids ORDER BY ckpt_id"
+    return [*store.connection.execute(view), *store.connection.execute(kept)]
+
+
+def _twins(tmp_path: Path, first: list[CkptMeta]) -> list[SqliteStore]:
+    stores = [SqliteStore(tmp_path / f"{n}.db") for n in ("batch", "one")]
+    for store in stores:
+        store.create_session(SessionRecord(session_id="s", agent_name="worker"))
+        with store.transaction() as conn:
+            for meta in first:
+                insert_checkpoint(conn, meta)
+    return stores
+
+
+def _compare(stores: list[SqliteStore], metas: list[CkptMeta]) -> None:
+    with stores[0].transaction() as conn:
+        insert_checkpoints(conn, metas)
+    with stores[1].transaction() as conn:
+        for meta in metas:
+            insert_checkpoint(conn, meta)
+    assert _rows(stores[0]) == _rows(stores[1])
+    unstored = {"slots": {"__all__": {"updated_at"}}}
+    listed = [[r.model_dump(exclude=unstored) for r in s.list_checkpoints("s")] for s in stores]
+    assert listed[0] == listed[1] and len(listed[0]) >= len(metas)
+
+
+def test_checkpoints_stored_together_are_stored_as_one_by_one(tmp_path: Path) -> None:
+    # Every kind of checkpoint in one batch (one executemany, each slot state written once).
+    _compare(_twins(tmp_path, []), [_meta(**change) for change in CASES.values()])
+
+
+def test_checkpoints_stored_together_while_an_id_is_kept_as_text(tmp_path: Path) -> None:
+    # An id of another shape is kept as text: the batch goes row by row, as before.
+    stores = _twins(tmp_path, [_meta(ckpt_id="my-own-checkpoint")])
+    _compare(stores, [_meta(), _meta(ckpt_id="another-one"), _meta()])
+
+
+def test_checkpoints_stored_together_whose_key_is_taken(tmp_path: Path) -> None:
+    # Another checkpoint has the same clock digits (or two in the batch do): those are kept
+    # as text, as one by one; a checkpoint stored already is refused, as one by one.
+    taken = _meta()
+    digits, tail = taken.ckpt_id[:-4], taken.ckpt_id[-4:]
+    other = digits + ("zzzz" if tail != "zzzz" else "yyyy")
+    stores = _twins(tmp_path, [taken])
+    _compare(stores, [_meta(ckpt_id=other), _meta()])
+    twins = _meta()
+    pair = twins.ckpt_id[:-4] + ("zzzz" if twins.ckpt_id[-4:] != "zzzz" else "yyyy")
+    _compare(stores, [twins, _meta(ckpt_id=pair)])
+    for store in stores:
+        with pytest.raises(StorageError, match="UNIQUE"), store.transaction() as conn:
+            insert_checkpoints(conn, [_meta(), taken])
