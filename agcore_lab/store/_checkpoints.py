@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -232,13 +233,14 @@ def _lean_row(
     }
     flat = flat_slot_of(slots, ckpt.current_slot_id)
     spent = flat_spend_of(figures, ckpt.prompt_tokens, ckpt.completion_tokens, ckpt.cost_usd)
+    created = ckpt.created_at  # a datetime stands for its isoformat (not parsed back)
     return (
         (
             ckpt.session_id,
             ckpt.ckpt_id,
             ckpt.parent_ckpt_id,
             ckpt.turn_index,
-            ckpt.created_at.isoformat(),
+            created if type(created) is datetime else created.isoformat(),
             ckpt.label,
             ckpt.source,
             ckpt.message_count,

@@ -117,13 +117,17 @@ def _reference(
 
 
 def _time(text: object, key: int) -> tuple[int | None, object]:
-    """(offset, None) when the view gives back exactly ``text``; else (None, text)."""
-    if type(text) is not str:
+    """(offset, None) when the view gives back exactly ``text``; else (None, text). A
+    ``datetime`` (a checkpoint's own time, not read from a text) stands for its isoformat."""
+    if type(text) is datetime:
+        moment, text = text, text.isoformat()
+    elif type(text) is not str:
         return None, text
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None, text
+    else:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None, text
     if moment.utcoffset() != timedelta(0):
         return None, text
     micros = (moment - _EPOCH) // timedelta(microseconds=1)

@@ -5,7 +5,7 @@ row, and the same record read back, for flat and for every kind of not-flat chec
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,11 @@ CASES = {
         "spend": _spend(("scripted", 6, 5, 1, 1e-20)),
     },
     "a negative zero cost": {"cost_usd": 0.0, "spend": _spend(("scripted", 6, 5, 1, -0.0))},
+    "a time at another offset": {
+        "created_at": datetime(2026, 5, 1, 14, 0, 0, 5, tzinfo=timezone(timedelta(hours=2)))
+    },
+    "a time before 1970": {"created_at": datetime(1969, 7, 20, 20, 17, tzinfo=UTC)},
+    "a time on a whole second": {"created_at": datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)},
     "a long cost": {"cost_usd": 0.1 + 0.2, "spend": _spend(("scripted", 6, 5, 2, 0.1 + 0.2))},
 }
 
