@@ -340,3 +340,41 @@ def test_a_commit_keeps_or_changes_the_parent_as_its_record_says(tmp_path: Path)
         store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id="a", version=1))
     assert store.child_ids("a") == ["kid"] and store.child_ids("b") == []
     assert store.session_version("kid") == version
+
+
+def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -> None:
+    # The group's write: one slot state (shared by the group), one read of the sessions'
+    # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent
+    # and memory version in one read, the turn's and checkpoint's change rows in one INSERT,
+    # and an UPDATE that leaves the parent (and its index) alone.
+    store = SqliteStore(tmp_path / "kinds.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    statements = _writes(store)
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
+    )
+    store.connection.set_trace_callback(None)
+    assert all(isinstance(r, SubTaskResult) for r in results)
+    create, *commits = _transactions(statements)
+
+    def count(statements: list[str], start: str) -> int:
+        return sum(s.startswith(start) for s in statements)
+
+    assert count(create, "INSERT INTO sessions") == 4
+    assert count(create, "INSERT OR IGNORE INTO slot_states") == 1
+    assert count(create, "SELECT session_id, key FROM session_keys") == 1
+    assert count(create, "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), (SELECT key") == 0
+    assert count(create, "INSERT INTO checkpoint_rows") == 4
+    assert len(commits) == 4
+    for commit in commits:
+        assert count(commit, "INSERT INTO change_log") == 1
+        assert count(commit, "SELECT coalesce(max(version), 0) FROM memory_log") == 0
+        assert count(commit, "SELECT m.version, c.ckpt") == 1
+        assert count(commit, "INSERT INTO checkpoint_rows") == 1
+        assert count(commit, "INSERT INTO memory_log") == 1
+        (update,) = [s for s in commit if s.startswith("UPDATE sessions")]
+        assert "parent_id = " not in update.split(" WHERE ")[0]
+        # 11 statements; the first commit also numbers the model's name ("scripted").
+        assert len(commit) == (13 if commit is commits[0] else 11)
