@@ -22,8 +22,10 @@ from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
+from agcore_lab.store._checkpoint_rows import checkpoint_base
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import (
+    base_and_ids,
     clear_checkpoints,
     write_checkpoint,
     write_checkpoints,
@@ -38,6 +40,7 @@ __all__ = [
     "delete_checkpoints",
     "insert_checkpoint",
     "insert_checkpoints",
+    "insert_turn_checkpoint",
     "replace_slots",
     "restore_memory",
     "slot_from_row",
@@ -194,6 +197,27 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
 
 def _plain_insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
     conn.execute(_INSERT_CHECKPOINT, row)
+
+
+def insert_turn_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> tuple[str | None, int]:
+    """Insert a turn's checkpoint with its parent set to the session's latest checkpoint and
+    its memory version to the session's, both read in the caller's transaction (on SQLite in
+    the statement that reads what the row needs); return them."""
+    if getattr(conn, "dialect", "sqlite") == "postgresql":
+        latest, memory_at = checkpoint_base(conn, ckpt.session_id)
+        read = {"parent_ckpt_id": latest, "memory_version": memory_at}
+        insert_checkpoint(conn, ckpt.model_copy(update=read))
+        return latest, memory_at
+    states = [_state(slot) for slot in ckpt.slots.values()]
+    slots = {
+        sid: [slot.head_node_id, state[0]]
+        for (sid, slot), state in zip(ckpt.slots.items(), states, strict=True)
+    }
+    row, known = _lean_row(ckpt, slots)
+    latest, memory_at, found = base_and_ids(conn, row, known)
+    conn.executemany(_INSERT_STATE, states)
+    write_checkpoint(conn, (*row[:2], latest, *row[3:14], memory_at, *row[15:]), known, found)
+    return latest, memory_at
 
 
 def insert_checkpoints(conn: sqlite3.Connection, ckpts: Sequence[CkptMeta]) -> None:

@@ -25,6 +25,7 @@ from agcore_lab.store._node_keys import render, session_key, split_id
 
 __all__ = [
     "CKPT",
+    "base_and_ids",
     "checkpoint_base",
     "checkpoint_key",
     "clear_checkpoints",
@@ -140,23 +141,21 @@ def write_checkpoint(
     conn: sqlite3.Connection,
     row: Sequence[Any],
     known: tuple[Any, Any] | None = None,
+    found: Sequence[Any] | None = None,
 ) -> None:
     """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``).
 
     ``known``: what ``_checkpoint_flat.flat_slot_of`` and ``flat_spend_of`` said of the row's
     slots and spend, when the caller has them as values (its ``slots_json`` / ``spend_json``
-    may then be ``None`` where they are flat: they are not stored)."""
+    may then be ``None`` where they are flat: they are not stored). ``found``: what the row
+    needs to know, read already in the same transaction (:func:`base_and_ids`)."""
     session_id, ckpt_id = row[0], row[1]
     known = _known(row, known)
     wanted = _wanted(row, known)
-    # What the row needs to know, in one statement: ids kept as text? the session's number,
-    # the names' numbers.
-    found = conn.execute(
-        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
-        "(SELECT key FROM session_keys WHERE session_id = ?)"
-        + "".join(", (SELECT key FROM names WHERE name = ?)" for _ in wanted),
-        (session_id, *wanted),
-    ).fetchone()
+    if found is None:  # what the row needs to know, in one statement
+        found = conn.execute(
+            f"SELECT {_IDS}" + "".join(_NAME for _ in wanted), (session_id, *wanted)
+        ).fetchone()
     texts = found[0] is not None
     session = found[1]
     if session is None:
@@ -340,16 +339,46 @@ def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | Non
     return str(row[0]) if row[0] is not None else None
 
 
+# Ids kept as text? the session's number; then each name's number (``_NAME`` each).
+_IDS = "(SELECT 1 FROM checkpoint_ids LIMIT 1), (SELECT key FROM session_keys WHERE session_id = ?)"
+_NAME = ", (SELECT key FROM names WHERE name = ?)"
+_BASE = (
+    "FROM (SELECT coalesce(max(version), 0) AS version FROM memory_log "
+    "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session "
+    "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
+    "WHERE s.session_id = ?1 ORDER BY c.ckpt DESC LIMIT 1) c"
+)
+
+
+def base_and_ids(
+    conn: sqlite3.Connection, row: Sequence[Any], known: tuple[Any, Any]
+) -> tuple[str | None, int, Sequence[Any]]:
+    """:func:`checkpoint_base` of the session of a checkpoint ``row`` (old columns), and in
+    the same statement what :func:`write_checkpoint` reads for the row (its ``found``)."""
+    wanted = _wanted(row, known)
+    found = conn.execute(
+        "SELECT m.version, c.ckpt, c.tail, "
+        + _IDS.replace("session_id = ?", "session_id = ?1")
+        + "".join(_NAME.replace("?", f"?{n}") for n in range(2, len(wanted) + 2))
+        + " "
+        + _BASE,
+        (row[0], *wanted),
+    ).fetchone()
+    version, key, tail, ids = int(found[0]), found[1], found[2], found[3:]
+    if key is None:
+        return None, version, ids
+    if ids[0] is None:
+        return render(key, tail, CKPT), version, ids
+    return latest_checkpoint_id(conn, row[0]), version, ids
+
+
 def checkpoint_base(conn: sqlite3.Connection, session_id: str) -> tuple[str | None, int]:
     """What a session's next checkpoint builds on, in one statement: its latest
     checkpoint's id (:func:`latest_checkpoint_id`) and its memory version (the number of
     its memory writes so far)."""
     found = conn.execute(
         "SELECT m.version, c.ckpt, c.tail, c.session, (SELECT 1 FROM checkpoint_ids LIMIT 1) "
-        "FROM (SELECT coalesce(max(version), 0) AS version FROM memory_log "
-        "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session "
-        "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
-        "WHERE s.session_id = ?1 ORDER BY c.ckpt DESC LIMIT 1) c",
+        + _BASE,
         (session_id,),
     ).fetchone()
     version, key, tail, _, texts = found

@@ -39,17 +39,14 @@ from agcore_lab.store._chains import (
     read_chain_tail,
 )
 from agcore_lab.store._changes import log_change, log_changes, read_changes
-from agcore_lab.store._checkpoint_rows import (
-    checkpoint_base,
-    latest_checkpoint_id,
-    read_checkpoints,
-)
+from agcore_lab.store._checkpoint_rows import latest_checkpoint_id, read_checkpoints
 from agcore_lab.store._checkpoints import (
     INSERT_SLOT,
     UPSERT_SLOT,
     checkpoint_page,
     delete_checkpoints,
     insert_checkpoint,
+    insert_turn_checkpoint,
     replace_slots,
     restore_memory,
     slot_from_row,
@@ -332,9 +329,7 @@ class SqliteStore(PendingOperations):
             changes: list[tuple[str, str | None]] = [(change, None)]
             memory_at = None
             if checkpoint is not None:  # its parent and memory version, read in this write
-                latest, memory_at = checkpoint_base(conn, sid)
-                read = {"parent_ckpt_id": latest, "memory_version": memory_at}
-                insert_checkpoint(conn, checkpoint.model_copy(update=read))
+                _, memory_at = insert_turn_checkpoint(conn, checkpoint)
                 changes.append(("checkpoint", checkpoint.ckpt_id))
             if len(changes) > 1 and getattr(conn, "dialect", "sqlite") != "postgresql":
                 log_changes(conn, sid, changes, self._origin)  # one INSERT of both rows

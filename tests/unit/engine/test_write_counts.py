@@ -344,8 +344,8 @@ def test_a_commit_keeps_or_changes_the_parent_as_its_record_says(tmp_path: Path)
 
 def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -> None:
     # The group's write: one slot state (shared by the group), one read of the sessions'
-    # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent
-    # and memory version in one read, the turn's and checkpoint's change rows in one INSERT,
+    # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent,
+    # memory version and ids in one read, the turn's and checkpoint's change rows in one INSERT,
     # and an UPDATE that leaves the parent (and its index) alone.
     store = SqliteStore(tmp_path / "kinds.db")
     manager = SessionManager(store)
@@ -376,5 +376,6 @@ def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -
         assert count(commit, "INSERT INTO memory_log") == 1
         (update,) = [s for s in commit if s.startswith("UPDATE sessions")]
         assert "parent_id = " not in update.split(" WHERE ")[0]
-        # 11 statements; the first commit also numbers the model's name ("scripted").
-        assert len(commit) == (13 if commit is commits[0] else 11)
+        assert count(commit, "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1)") == 0  # in the base
+        # 10 statements; the first commit also numbers the model's name ("scripted").
+        assert len(commit) == (12 if commit is commits[0] else 10)

@@ -1,7 +1,9 @@
-"""A checkpoint written from its values (``insert_checkpoint``: whether its slots and spend
-are flat is decided without writing and parsing their JSON) is stored exactly as the row in
-the old columns (``write_checkpoint``, which parses the JSON texts) stores it: the same lean
-row, and the same record read back, for flat and for every kind of not-flat checkpoint."""
+"""Checkpoints written from their values are stored exactly as their rows in the old columns
+store them (``write_checkpoint``, which parses the JSON texts): a turn's checkpoint
+(``insert_checkpoint``: flat or not decided without writing and parsing their JSON), a group's
+start checkpoints (``insert_checkpoints``: one executemany), and a turn's checkpoint that reads
+its parent and memory version with its ids (``insert_turn_checkpoint``) — the same rows, and the
+same records read back, for flat and for every kind of not-flat checkpoint."""
 
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ import pytest
 from agcore_lab.errors import StorageError
 from agcore_lab.ids import new_id
 from agcore_lab.llm.usage import ModelSpend, Usage
+from agcore_lab.store._checkpoint_rows import checkpoint_base
 from agcore_lab.store._checkpoints import (
     _spend_compact,
     _state_hash,
     insert_checkpoint,
     insert_checkpoints,
+    insert_turn_checkpoint,
 )
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import write_checkpoint
@@ -202,3 +206,29 @@ def test_checkpoints_stored_together_whose_key_is_taken(tmp_path: Path) -> None:
     for store in stores:
         with pytest.raises(StorageError, match="UNIQUE"), store.transaction() as conn:
             insert_checkpoints(conn, [_meta(), taken])
+
+
+@pytest.mark.parametrize("first", ["ckpt", "my-own-checkpoint", None])
+@pytest.mark.parametrize("case", ["flat", "two slots", "two models", "a time before 1970"])
+def test_a_turns_checkpoint_reads_its_base_with_its_ids(
+    tmp_path: Path, case: str, first: str | None
+) -> None:
+    # insert_turn_checkpoint reads the parent and memory version in the statement that reads
+    # what the row needs: the same row as reading them first and inserting the copy.
+    stores = [SqliteStore(tmp_path / f"{n}.db") for n in ("turn", "old")]
+    base = None if first is None else _meta(ckpt_id=new_id("ckpt") if first == "ckpt" else first)
+    meta = _meta(**CASES[case])
+    for store in stores:
+        store.create_session(SessionRecord(session_id="s", agent_name="worker"))
+        store.memory_set("s", "note", "kept", {})
+        if base is not None:
+            with store.transaction() as conn:
+                insert_checkpoint(conn, base)
+    with stores[0].transaction() as conn:
+        got = insert_turn_checkpoint(conn, meta)
+    with stores[1].transaction() as conn:
+        latest, memory = checkpoint_base(conn, "s")
+        read = {"parent_ckpt_id": latest, "memory_version": memory}
+        insert_checkpoint(conn, meta.model_copy(update=read))
+    assert got == (latest, memory) == (None if base is None else base.ckpt_id, 1)
+    assert _rows(stores[0]) == _rows(stores[1])
