@@ -214,8 +214,9 @@ def insert_turn_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> tuple[st
         for (sid, slot), state in zip(ckpt.slots.items(), states, strict=True)
     }
     row, known = _lean_row(ckpt, slots)
-    latest, memory_at, found = base_and_ids(conn, row, known)
-    conn.executemany(_INSERT_STATE, states)
+    latest, memory_at, found, stored = base_and_ids(conn, row, known)
+    if not stored:  # the slot state changed since the latest checkpoint (or is not flat)
+        conn.executemany(_INSERT_STATE, states)
     write_checkpoint(conn, (*row[:2], latest, *row[3:14], memory_at, *row[15:]), known, found)
     return latest, memory_at
 

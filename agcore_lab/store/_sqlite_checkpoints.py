@@ -344,7 +344,7 @@ _IDS = "(SELECT 1 FROM checkpoint_ids LIMIT 1), (SELECT key FROM session_keys WH
 _NAME = ", (SELECT key FROM names WHERE name = ?)"
 _BASE = (
     "FROM (SELECT coalesce(max(version), 0) AS version FROM memory_log "
-    "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session "
+    "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session, c.state "
     "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
     "WHERE s.session_id = ?1 ORDER BY c.ckpt DESC LIMIT 1) c"
 )
@@ -352,24 +352,28 @@ _BASE = (
 
 def base_and_ids(
     conn: sqlite3.Connection, row: Sequence[Any], known: tuple[Any, Any]
-) -> tuple[str | None, int, Sequence[Any]]:
+) -> tuple[str | None, int, Sequence[Any], bool]:
     """:func:`checkpoint_base` of the session of a checkpoint ``row`` (old columns), and in
-    the same statement what :func:`write_checkpoint` reads for the row (its ``found``)."""
+    the same statement what :func:`write_checkpoint` reads for the row (its ``found``), and
+    whether the row's one slot state is the latest checkpoint's (stored then: ``slot_states``
+    rows are never deleted)."""
     wanted = _wanted(row, known)
     found = conn.execute(
-        "SELECT m.version, c.ckpt, c.tail, "
+        "SELECT m.version, c.ckpt, c.tail, c.state, "
         + _IDS.replace("session_id = ?", "session_id = ?1")
         + "".join(_NAME.replace("?", f"?{n}") for n in range(2, len(wanted) + 2))
         + " "
         + _BASE,
         (row[0], *wanted),
     ).fetchone()
-    version, key, tail, ids = int(found[0]), found[1], found[2], found[3:]
+    version, key, tail, state, ids = int(found[0]), found[1], found[2], found[3], found[4:]
+    flat = known[0]
+    stored = flat is not None and state is not None and ids[2 + wanted.index(flat[2])] == state
     if key is None:
-        return None, version, ids
+        return None, version, ids, stored
     if ids[0] is None:
-        return render(key, tail, CKPT), version, ids
-    return latest_checkpoint_id(conn, row[0]), version, ids
+        return render(key, tail, CKPT), version, ids, stored
+    return latest_checkpoint_id(conn, row[0]), version, ids, stored
 
 
 def checkpoint_base(conn: sqlite3.Connection, session_id: str) -> tuple[str | None, int]:

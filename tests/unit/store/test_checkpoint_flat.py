@@ -208,15 +208,21 @@ def test_checkpoints_stored_together_whose_key_is_taken(tmp_path: Path) -> None:
             insert_checkpoints(conn, [_meta(), taken])
 
 
-@pytest.mark.parametrize("first", ["ckpt", "my-own-checkpoint", None])
+@pytest.mark.parametrize("first", ["ckpt", "my-own-checkpoint", "another state", None])
 @pytest.mark.parametrize("case", ["flat", "two slots", "two models", "a time before 1970"])
 def test_a_turns_checkpoint_reads_its_base_with_its_ids(
     tmp_path: Path, case: str, first: str | None
 ) -> None:
     # insert_turn_checkpoint reads the parent and memory version in the statement that reads
-    # what the row needs: the same row as reading them first and inserting the copy.
+    # what the row needs (and writes its slot state only when it is not the latest
+    # checkpoint's): the same rows and records as reading them first and inserting the copy.
     stores = [SqliteStore(tmp_path / f"{n}.db") for n in ("turn", "old")]
-    base = None if first is None else _meta(ckpt_id=new_id("ckpt") if first == "ckpt" else first)
+    base = None
+    if first == "another state":  # the latest checkpoint's slot had another state
+        other = SlotRecord(session_id="s", slot_id="main", recent_window=5, created_at=_AT)
+        base = _meta(slots={"main": other})
+    elif first is not None:
+        base = _meta(ckpt_id=new_id("ckpt") if first == "ckpt" else first)
     meta = _meta(**CASES[case])
     for store in stores:
         store.create_session(SessionRecord(session_id="s", agent_name="worker"))
@@ -232,3 +238,8 @@ def test_a_turns_checkpoint_reads_its_base_with_its_ids(
         insert_checkpoint(conn, meta.model_copy(update=read))
     assert got == (latest, memory) == (None if base is None else base.ckpt_id, 1)
     assert _rows(stores[0]) == _rows(stores[1])
+    unstored = {"slots": {"__all__": {"updated_at"}}}
+    listed = [[r.model_dump(exclude=unstored) for r in s.list_checkpoints("s")] for s in stores]
+    assert listed[0] == listed[1]
+    states = "SELECT * FROM slot_states ORDER BY state_hash"
+    assert [*stores[0].connection.execute(states)] == [*stores[1].connection.execute(states)]
