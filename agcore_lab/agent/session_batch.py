@@ -20,6 +20,7 @@ from agcore_lab.agent.bundle import RuntimeBundle
 from agcore_lab.agent.lease import new_holder
 from agcore_lab.agent.session import AgentSession
 from agcore_lab.agent.session_views import MAIN_SLOT
+from agcore_lab.ids import utcnow
 from agcore_lab.store.base import CkptMeta
 from agcore_lab.store.roles.sessions import NewSession
 
@@ -57,9 +58,13 @@ async def create_sessions(
     """
     sessions: list[AgentSession] = []
     rows: list[NewSession] = []
+    made_at = utcnow()
     for agent, metadata in agents:
         session = AgentSession.__new__(AgentSession)
         session._init_new(agent, bundle, None, parent_id, metadata)
+        # Made in one write, so made at one time: their first slots then have one state,
+        # stored once (``slot_states`` is content-addressed), not one row and name per child.
+        session.slots[MAIN_SLOT].created_at = made_at
         sessions.append(session)
         rows.append(
             NewSession(

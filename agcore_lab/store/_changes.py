@@ -12,10 +12,11 @@ rows only (the oldest are deleted, so ``seq``, the rowid, only ever grows).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from agcore_lab.store.base import ChangeRecord
 
-__all__ = ["KEEP_CHANGES", "log_change", "read_changes"]
+__all__ = ["KEEP_CHANGES", "log_change", "log_changes", "read_changes"]
 
 # Watchers look a few times a second, so only the newest changes are ever read; a watcher that
 # fell further behind than this (a suspended kernel) re-reads what it shows.
@@ -55,6 +56,26 @@ def log_change(
     seq = int(row[0])
     if seq % 32 == 0:  # keep the log short: readers only ever need the recent rows
         conn.execute("DELETE FROM change_log WHERE seq <= ?", (seq - KEEP_CHANGES,))
+
+
+def log_changes(
+    conn: sqlite3.Connection,
+    session_id: str,
+    changes: Sequence[tuple[str, str | None]],
+    origin: str,
+) -> None:
+    """Append a session's change rows ``(kind, ckpt_id)``, in order, in one ``INSERT``
+    inside the caller's write transaction (SQLite: on PostgreSQL each row goes through
+    :func:`log_change`, which takes the feed's order lock)."""
+    rows = conn.execute(
+        "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) VALUES "
+        + ", ".join("(?, ?, ?, NULL, ?)" for _ in changes)
+        + " RETURNING seq",
+        [value for kind, ckpt_id in changes for value in (session_id, kind, ckpt_id, origin)],
+    ).fetchall()
+    last = max(int(row[0]) for row in rows)
+    if any(int(row[0]) % 32 == 0 for row in rows):  # as log_change keeps the log short
+        conn.execute("DELETE FROM change_log WHERE seq <= ?", (last - KEEP_CHANGES,))
 
 
 def read_changes(conn: sqlite3.Connection, after: int, limit: int = 1000) -> list[ChangeRecord]:

@@ -37,6 +37,7 @@ from agcore_lab.store._checkpoint_plans import (
     state_fields,
 )
 from agcore_lab.store._gc_pause import paused_collector
+from agcore_lab.store._sqlite_checkpoints import checkpoint_base as lean_checkpoint_base
 from agcore_lab.store._sqlite_checkpoints import latest_checkpoint_id as lean_latest_checkpoint_id
 from agcore_lab.store.base import CkptMeta, SlotRecord
 from agcore_lab.store.pending import state_from_json
@@ -330,3 +331,14 @@ def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | Non
         (session_id,),
     ).fetchone()
     return None if found is None else str(found[0])
+
+
+def checkpoint_base(conn: sqlite3.Connection, session_id: str) -> tuple[str | None, int]:
+    """A session's latest checkpoint id (or ``None``) and its memory version: what its next
+    checkpoint builds on (on SQLite in one statement)."""
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        return lean_checkpoint_base(conn, session_id)
+    row = conn.execute(
+        "SELECT coalesce(max(version), 0) FROM memory_log WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return latest_checkpoint_id(conn, session_id), int(row[0])

@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -19,9 +20,16 @@ from pydantic import TypeAdapter
 from agcore_lab.checks import check_count
 from agcore_lab.errors import CorruptRecordError, InvalidInputError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
+from agcore_lab.store._checkpoint_rows import checkpoint_base
 from agcore_lab.store._json import compact
-from agcore_lab.store._sqlite_checkpoints import clear_checkpoints, write_checkpoint
+from agcore_lab.store._sqlite_checkpoints import (
+    base_and_ids,
+    clear_checkpoints,
+    write_checkpoint,
+    write_checkpoints,
+)
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
@@ -31,6 +39,8 @@ __all__ = [
     "UPSERT_SLOT",
     "delete_checkpoints",
     "insert_checkpoint",
+    "insert_checkpoints",
+    "insert_turn_checkpoint",
     "replace_slots",
     "restore_memory",
     "slot_from_row",
@@ -127,15 +137,21 @@ def replace_slots(conn: sqlite3.Connection, session_id: str, slots: Sequence[Slo
     conn.executemany(INSERT_SLOT, [slot_values(s, session_id) for s in slots])
 
 
-def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
+_INSERT_STATE = "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALUES (?, ?)"
+
+
+def _state(slot: SlotRecord) -> tuple[str, str]:
+    # A slot's state (what a checkpoint restores of it) as its digest and its JSON text.
     state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
     if state["merge_strategy"] is None:  # absent, as in states stored before it existed
         del state["merge_strategy"]
     text = compact(state)
-    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    conn.execute(
-        "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALUES (?, ?)", (digest, text)
-    )
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest(), text
+
+
+def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:
+    digest, text = _state(slot)
+    conn.execute(_INSERT_STATE, (digest, text))
     return digest
 
 
@@ -151,8 +167,10 @@ def _spend_compact(spend: dict[str, ModelSpend]) -> str:
 def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
     """Insert one checkpoint row (and any slot state not stored yet)."""
     slots = {sid: [s.head_node_id, _state_hash(conn, s)] for sid, s in ckpt.slots.items()}
-    write = _plain_insert if getattr(conn, "dialect", "sqlite") == "postgresql" else _LEAN
-    write(
+    if getattr(conn, "dialect", "sqlite") != "postgresql":
+        _insert_lean(conn, ckpt, slots)
+        return
+    _plain_insert(
         conn,
         (
             ckpt.session_id,
@@ -181,7 +199,89 @@ def _plain_insert(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
     conn.execute(_INSERT_CHECKPOINT, row)
 
 
-_LEAN = write_checkpoint  # SQLite's schema 11: the same row, stored lean
+def insert_turn_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> tuple[str | None, int]:
+    """Insert a turn's checkpoint with its parent set to the session's latest checkpoint and
+    its memory version to the session's, both read in the caller's transaction (on SQLite in
+    the statement that reads what the row needs); return them."""
+    if getattr(conn, "dialect", "sqlite") == "postgresql":
+        latest, memory_at = checkpoint_base(conn, ckpt.session_id)
+        read = {"parent_ckpt_id": latest, "memory_version": memory_at}
+        insert_checkpoint(conn, ckpt.model_copy(update=read))
+        return latest, memory_at
+    states = [_state(slot) for slot in ckpt.slots.values()]
+    slots = {
+        sid: [slot.head_node_id, state[0]]
+        for (sid, slot), state in zip(ckpt.slots.items(), states, strict=True)
+    }
+    row, known = _lean_row(ckpt, slots)
+    latest, memory_at, found, stored = base_and_ids(conn, row, known)
+    if not stored:  # the slot state changed since the latest checkpoint (or is not flat)
+        conn.executemany(_INSERT_STATE, states)
+    write_checkpoint(conn, (*row[:2], latest, *row[3:14], memory_at, *row[15:]), known, found)
+    return latest, memory_at
+
+
+def insert_checkpoints(conn: sqlite3.Connection, ckpts: Sequence[CkptMeta]) -> None:
+    """Insert many checkpoints (the first ones of sessions made together): on SQLite each
+    distinct slot state written once, and the rows in one ``executemany``
+    (``write_checkpoints``)."""
+    if len(ckpts) < 2 or getattr(conn, "dialect", "sqlite") == "postgresql":
+        for ckpt in ckpts:
+            insert_checkpoint(conn, ckpt)
+        return
+    states: dict[str, str] = {}
+    rows = []
+    for ckpt in ckpts:
+        slots: dict[str, list[Any]] = {}
+        for sid, slot in ckpt.slots.items():
+            digest, text = _state(slot)
+            states[digest] = text
+            slots[sid] = [slot.head_node_id, digest]
+        rows.append(_lean_row(ckpt, slots))
+    conn.executemany(_INSERT_STATE, list(states.items()))
+    write_checkpoints(conn, rows)
+
+
+def _insert_lean(conn: sqlite3.Connection, ckpt: CkptMeta, slots: dict[str, list[Any]]) -> None:
+    # SQLite's schema 11: the same row, stored lean (write_checkpoint).
+    write_checkpoint(conn, *_lean_row(ckpt, slots))
+
+
+def _lean_row(
+    ckpt: CkptMeta, slots: dict[str, list[Any]]
+) -> tuple[tuple[Any, ...], tuple[Any, Any]]:
+    # The row in the old columns and whether its slots and spend are flat, decided on the
+    # values: their JSON is written only when it is stored.
+    figures = {
+        model: (s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.requests, s.cost)
+        for model, s in ckpt.spend.items()
+    }
+    flat = flat_slot_of(slots, ckpt.current_slot_id)
+    spent = flat_spend_of(figures, ckpt.prompt_tokens, ckpt.completion_tokens, ckpt.cost_usd)
+    created = ckpt.created_at  # a datetime stands for its isoformat (not parsed back)
+    return (
+        (
+            ckpt.session_id,
+            ckpt.ckpt_id,
+            ckpt.parent_ckpt_id,
+            ckpt.turn_index,
+            created if type(created) is datetime else created.isoformat(),
+            ckpt.label,
+            ckpt.source,
+            ckpt.message_count,
+            ckpt.prompt_tokens,
+            ckpt.completion_tokens,
+            ckpt.cost_usd,
+            ckpt.agent_name,
+            ckpt.current_slot_id,
+            ckpt.last_summary_turn,
+            ckpt.memory_version,
+            None if flat is not None else compact(slots),
+            None if spent is not None else _spend_compact(ckpt.spend),
+            ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
+        ),
+        (flat, spent),
+    )
 
 
 def checkpoint_page(

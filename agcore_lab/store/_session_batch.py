@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from agcore_lab.errors import ConflictError
 from agcore_lab.store._changes import KEEP_CHANGES, log_change
-from agcore_lab.store._checkpoints import INSERT_SLOT, insert_checkpoint, slot_values
+from agcore_lab.store._checkpoints import INSERT_SLOT, insert_checkpoints, slot_values
 from agcore_lab.store._sessions import SESSION_COLUMNS, session_values
 from agcore_lab.store.roles.sessions import NewSession
 
@@ -73,8 +73,9 @@ def insert_sessions(
     for s in sessions:
         changes.append((s.record.session_id, "created", None))
         if s.checkpoint is not None:
-            insert_checkpoint(conn, s.checkpoint)
             changes.append((s.record.session_id, "checkpoint", s.checkpoint.ckpt_id))
+    # Their first checkpoints in one go (each distinct slot state once, one executemany).
+    insert_checkpoints(conn, [s.checkpoint for s in sessions if s.checkpoint is not None])
     if postgres:
         for session_id, kind, ckpt_id in changes:  # each takes the feed's order lock
             log_change(conn, session_id, kind, origin, ckpt_id=ckpt_id)

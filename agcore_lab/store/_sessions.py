@@ -192,12 +192,25 @@ _WRITABLE = (
     "session_id = ? AND version = ? AND (lease_holder IS NULL OR lease_holder = ? "
     "OR lease_expires_at IS NULL OR lease_expires_at <= ?)"
 )
+# SQLite rewrites an index entry of every column an UPDATE sets, changed or not: a write
+# that keeps the parent (every turn) leaves parent_id out of its SET, and the parent index's
+# page out of the commit, by naming the parent in its WHERE instead.
+_SET_KEEPING_PARENT = ", ".join(f"{c} = ?" for c in SESSION_COLUMNS[1:] if c != "parent_id")
+_KEEPS_PARENT = " AND parent_id IS ?"
 _UPDATE_CAS = f"UPDATE sessions SET {_SET}, version = version + 1 WHERE {_WRITABLE} RETURNING 1"
 # The lease a write may go ahead under is the holder's, none, or one run out: giving it up
 # leaves the session free in every case.
 _UPDATE_CAS_RELEASE = (
     f"UPDATE sessions SET {_SET}, version = version + 1, lease_holder = NULL, "
     f"lease_expires_at = NULL WHERE {_WRITABLE} RETURNING 1"
+)
+_KEPT_CAS = (
+    f"UPDATE sessions SET {_SET_KEEPING_PARENT}, version = version + 1 "
+    f"WHERE {_WRITABLE}{_KEEPS_PARENT} RETURNING 1"
+)
+_KEPT_CAS_RELEASE = (
+    f"UPDATE sessions SET {_SET_KEEPING_PARENT}, version = version + 1, lease_holder = NULL, "
+    f"lease_expires_at = NULL WHERE {_WRITABLE}{_KEEPS_PARENT} RETURNING 1"
 )
 
 
@@ -215,7 +228,13 @@ def update_session_leased(
     values = _values(record)[1:]
     stamp = now.isoformat()
     where = (record.session_id, record.version, holder, stamp)
-    if release and holder is not None:
+    releasing = release and holder is not None
+    if getattr(conn, "dialect", "sqlite") != "postgresql":  # the parent kept (see _KEPT_CAS)
+        kept = (*values[:1], *values[2:])
+        statement = _KEPT_CAS_RELEASE if releasing else _KEPT_CAS
+        if conn.execute(statement, (*kept, *where, record.parent_id)).fetchall():
+            return record.version + 1
+    if releasing:
         done = conn.execute(_UPDATE_CAS_RELEASE, (*values, *where)).fetchall()
     else:
         done = conn.execute(_UPDATE_CAS, (*values, *where)).fetchall()

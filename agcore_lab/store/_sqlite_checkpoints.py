@@ -15,30 +15,29 @@ Every write goes through :func:`write_checkpoint` with a row in the old columns
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic_core import from_json
-
-from agcore_lab.store._node_keys import LINK, MESSAGE, render, session_key, split_id
+from agcore_lab.store._checkpoint_flat import flat_slot, flat_spend
+from agcore_lab.store._node_keys import render, session_key, split_id
 
 __all__ = [
     "CKPT",
+    "base_and_ids",
+    "checkpoint_base",
     "checkpoint_key",
     "clear_checkpoints",
     "ids_of_session",
     "latest_checkpoint_id",
     "write_checkpoint",
+    "write_checkpoints",
 ]
 
 CKPT = "ckpt"
 SOURCES = {"auto": 0, "manual": 1, "fork": 2, "rollback": 3}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SAFE = re.compile(r"[A-Za-z0-9_.:/@+\- ]{1,200}")
-_DIGEST = re.compile(r"[0-9a-f]{16}")
 _INSERT = (
     "INSERT INTO checkpoint_rows (ckpt, tail, session, parent, parent_tail, turn_index, "
     "created, source, message_count, prompt_tokens, completion_tokens, cost_usd, agent, "
@@ -119,13 +118,17 @@ def _reference(
 
 
 def _time(text: object, key: int) -> tuple[int | None, object]:
-    """(offset, None) when the view gives back exactly ``text``; else (None, text)."""
-    if type(text) is not str:
+    """(offset, None) when the view gives back exactly ``text``; else (None, text). A
+    ``datetime`` (a checkpoint's own time, not read from a text) stands for its isoformat."""
+    if type(text) is datetime:
+        moment, text = text, text.isoformat()
+    elif type(text) is not str:
         return None, text
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None, text
+    else:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None, text
     if moment.utcoffset() != timedelta(0):
         return None, text
     micros = (moment - _EPOCH) // timedelta(microseconds=1)
@@ -134,80 +137,130 @@ def _time(text: object, key: int) -> tuple[int | None, object]:
     return micros - (key // 1000 if key > 0 else 0), None
 
 
-def _cost_text(cost: float) -> str | None:
-    # How SQLite's JSON writes a REAL (%!.15g), when that is also Python's repr.
-    text = repr(cost)
-    if "e" in text or "n" in text:
-        return None
-    return text if f"{cost:.15g}" == text.removesuffix(".0") or f"{cost:.15g}" == text else None
+def write_checkpoint(
+    conn: sqlite3.Connection,
+    row: Sequence[Any],
+    known: tuple[Any, Any] | None = None,
+    found: Sequence[Any] | None = None,
+) -> None:
+    """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``).
 
+    ``known``: what ``_checkpoint_flat.flat_slot_of`` and ``flat_spend_of`` said of the row's
+    slots and spend, when the caller has them as values (its ``slots_json`` / ``spend_json``
+    may then be ``None`` where they are flat: they are not stored). ``found``: what the row
+    needs to know, read already in the same transaction (:func:`base_and_ids`)."""
+    session_id, ckpt_id = row[0], row[1]
+    known = _known(row, known)
+    wanted = _wanted(row, known)
+    if found is None:  # what the row needs to know, in one statement
+        found = conn.execute(
+            f"SELECT {_IDS}" + "".join(_NAME for _ in wanted), (session_id, *wanted)
+        ).fetchone()
+    texts = found[0] is not None
+    session = found[1]
+    if session is None:
+        session = session_key(conn, session_id, create=True)
+    names = dict(zip(wanted, found[2:], strict=True))
+    if None in names.values():
+        names = _names(conn, wanted)
+    pair = None if texts else split_id(ckpt_id, CKPT)
+    key, tail = pair if pair is not None else _own(conn, ckpt_id)
 
-def _flat_slot(text: object, slot: object) -> tuple[int | None, int | None, str] | None:
-    """(head offset source, head tail, digest) of a one-slot ``slots_json`` the view writes
-    back byte for byte; ``None`` otherwise. The head offset source is the head's key."""
-    if type(text) is not str or type(slot) is not str or _SAFE.fullmatch(slot) is None:
-        return None
+    def values(key: int, tail: int | None) -> tuple[Any, ...]:
+        return _lean_values(conn, row, known, (key, tail, session), names, texts)
+
     try:
-        heads = from_json(text)
-    except ValueError:
-        return None
-    if type(heads) is not dict or list(heads) != [slot]:
-        return None
-    pair = heads[slot]
-    if type(pair) is not list or len(pair) != 2 or type(pair[1]) is not str:
-        return None
-    head, digest = pair
-    if _DIGEST.fullmatch(digest) is None:
-        return None
-    if head is None:
-        if text != f'{{"{slot}":[null,"{digest}"]}}':
-            return None
-        return None, None, digest
-    if type(head) is not str or text != f'{{"{slot}":["{head}","{digest}"]}}':
-        return None
-    found = split_id(head, MESSAGE)
-    link = 0
-    if found is None:
-        found, link = split_id(head, LINK), 1
-    if found is None:
-        return None
-    return found[0], found[1] | link << 20, digest
+        conn.execute(_INSERT, values(key, tail))
+    except sqlite3.IntegrityError:
+        if (
+            pair is None
+            or tail
+            == conn.execute("SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (key,)).fetchone()[0]
+        ):
+            raise  # this checkpoint is stored already (or a value is not allowed)
+        # Another checkpoint's id has the same clock digits: this one's is kept as text.
+        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
 
 
-def _flat_spend(text: object, prompt: object, completion: object, cost: object) -> Any:
-    """(model, requests) of a one-model ``spend_json`` whose totals are the row's, which
-    the view writes back byte for byte; ``None`` otherwise."""
-    if type(text) is not str or type(cost) is not float:
-        return None
-    try:
-        spend = from_json(text)
-    except ValueError:
-        return None
-    if type(spend) is not dict or len(spend) != 1:
-        return None
-    ((model, figures),) = spend.items()
-    if _SAFE.fullmatch(model) is None or type(figures) is not list or len(figures) != 4:
-        return None
-    p, c, requests, spent = figures
-    shown = _cost_text(cost)
-    if not (
-        type(p) is int
-        and type(c) is int
-        and type(requests) is int
-        and type(spent) is float
-        and (p, c, spent) == (prompt, completion, cost)
-        and shown is not None
-        and text == f'{{"{model}":[{p},{c},{requests},{shown}]}}'
-    ):
-        return None
-    return model, requests
+def write_checkpoints(
+    conn: sqlite3.Connection, rows: Sequence[tuple[Sequence[Any], tuple[Any, Any] | None]]
+) -> None:
+    """:func:`write_checkpoint` of many ``(row, known)`` (new sessions' first checkpoints):
+    one read of their sessions' numbers and names and one ``executemany``. Row by row instead
+    while any checkpoint id is kept as text, or when a key is taken (or given twice)."""
+    pairs = [split_id(row[1], CKPT) for row, _ in rows]
+    keys = [pair[0] for pair in pairs if pair is not None]
+    taken = len(keys) < len(rows) or len(set(keys)) < len(keys)
+    if not taken:
+        probe = ",".join("?" * len(keys))
+        found = conn.execute(
+            "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
+            f"(SELECT 1 FROM checkpoint_rows WHERE ckpt IN ({probe}) LIMIT 1)",
+            keys,
+        ).fetchone()
+        taken = found != (None, None)
+    if taken:
+        for row, given in rows:
+            write_checkpoint(conn, row, given)
+        return
+    flats = [_known(row, given) for row, given in rows]
+    wanted = {n for (row, _), k in zip(rows, flats, strict=True) for n in _wanted(row, k)}
+    names = _names(conn, sorted(wanted)) if wanted else {}
+    sessions = sorted({row[0] for row, _ in rows})
+    numbers: dict[str, int] = dict(
+        conn.execute(
+            "SELECT session_id, key FROM session_keys WHERE session_id IN "
+            f"({','.join('?' * len(sessions))})",
+            sessions,
+        ).fetchall()
+    )
+    for session_id in sessions:
+        if session_id not in numbers:
+            made = session_key(conn, session_id, create=True)
+            assert made is not None  # made when missing
+            numbers[session_id] = made
+    conn.executemany(
+        _INSERT,
+        [
+            _lean_values(conn, row, flat, (*pair, numbers[row[0]]), names, False)
+            for (row, _), flat, pair in zip(rows, flats, pairs, strict=True)
+            if pair is not None
+        ],
+    )
 
 
-def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
-    """Store one checkpoint given in the old columns (``_checkpoint_rows.COLUMNS``)."""
+def _known(row: Sequence[Any], known: tuple[Any, Any] | None) -> tuple[Any, Any]:
+    # Whether the row's slots and spend are flat, from their texts when not given.
+    if known is not None:
+        return known
+    slots_json, spend_json = row[15], row[16]
+    return flat_slot(slots_json, row[12]), flat_spend(spend_json, row[8], row[9], row[10])
+
+
+def _wanted(row: Sequence[Any], known: tuple[Any, Any]) -> list[str]:
+    # The names a row is stored with: its agent and slot, its state digest, its one model.
+    flat, spent = known
+    wanted = [n for n in (row[11], row[12]) if type(n) is str]
+    if flat is not None:
+        wanted.append(flat[2])
+    if spent is not None:
+        wanted.append(spent[0])
+    return wanted
+
+
+def _lean_values(
+    conn: sqlite3.Connection,
+    row: Sequence[Any],
+    known: tuple[Any, Any],
+    where: tuple[int, int | None, int],
+    names: dict[str, int],
+    texts: bool,
+) -> tuple[Any, ...]:
+    # The checkpoint_rows values of a row in the old columns, at key and tail (``where``:
+    # key, tail, session number).
     (
-        session_id,
-        ckpt_id,
+        _,
+        _,
         parent,
         turn,
         created_at,
@@ -225,84 +278,46 @@ def write_checkpoint(conn: sqlite3.Connection, row: Sequence[Any]) -> None:
         spend_json,
         pending_json,
     ) = row
-    flat = _flat_slot(slots_json, slot)
-    spent = _flat_spend(spend_json, prompt, completion, cost)
-    wanted = [n for n in (agent, slot) if type(n) is str]
+    key, tail, session = where
+    flat, spent = known
+    offset, parent_tail = (None, None) if parent is None else _reference(conn, key, parent, texts)
+    created, created_text = _time(created_at, key)
+    head = head_tail = state = model = requests = None
+    slots, spend = slots_json, spend_json
     if flat is not None:
-        wanted.append(flat[2])
+        head_key, head_tail, digest = flat
+        head = key - head_key if head_key is not None else None
+        state, slots = names[digest], None
     if spent is not None:
-        wanted.append(spent[0])
-    # What the row needs to know, in one statement: ids kept as text? the session's number,
-    # the names' numbers.
-    found = conn.execute(
-        "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), "
-        "(SELECT key FROM session_keys WHERE session_id = ?)"
-        + "".join(", (SELECT key FROM names WHERE name = ?)" for _ in wanted),
-        (session_id, *wanted),
-    ).fetchone()
-    texts = found[0] is not None
-    session = found[1]
-    if session is None:
-        session = session_key(conn, session_id, create=True)
-    names = dict(zip(wanted, found[2:], strict=True))
-    if None in names.values():
-        names = _names(conn, wanted)
-    pair = None if texts else split_id(ckpt_id, CKPT)
-    key, tail = pair if pair is not None else _own(conn, ckpt_id)
-
-    def values(key: int, tail: int | None) -> tuple[Any, ...]:
-        offset, parent_tail = (
-            (None, None) if parent is None else _reference(conn, key, parent, texts)
-        )
-        created, created_text = _time(created_at, key)
-        head = head_tail = state = model = requests = None
-        slots, spend = slots_json, spend_json
-        if flat is not None:
-            head_key, head_tail, digest = flat
-            head = key - head_key if head_key is not None else None
-            state, slots = names[digest], None
-        if spent is not None:
-            model, requests, spend = names[spent[0]], spent[1], None
-        return (
-            key,
-            tail,
-            session,
-            offset,
-            parent_tail,
-            turn,
-            created,
-            SOURCES.get(source, source),
-            count,
-            prompt,
-            completion,
-            cost,
-            names.get(agent, agent),
-            names.get(slot, slot),
-            summary_turn,
-            memory,
-            head,
-            head_tail,
-            state,
-            model,
-            requests,
-            label,
-            created_text,
-            slots,
-            spend,
-            pending_json,
-        )
-
-    try:
-        conn.execute(_INSERT, values(key, tail))
-    except sqlite3.IntegrityError:
-        if (
-            pair is None
-            or tail
-            == conn.execute("SELECT tail FROM checkpoint_rows WHERE ckpt = ?", (key,)).fetchone()[0]
-        ):
-            raise  # this checkpoint is stored already (or a value is not allowed)
-        # Another checkpoint's id has the same clock digits: this one's is kept as text.
-        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
+        model, requests, spend = names[spent[0]], spent[1], None
+    return (
+        key,
+        tail,
+        session,
+        offset,
+        parent_tail,
+        turn,
+        created,
+        SOURCES.get(source, source),
+        count,
+        prompt,
+        completion,
+        cost,
+        names.get(agent, agent),
+        names.get(slot, slot),
+        summary_turn,
+        memory,
+        head,
+        head_tail,
+        state,
+        model,
+        requests,
+        label,
+        created_text,
+        slots,
+        spend,
+        pending_json,
+    )
 
 
 def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | None:
@@ -322,6 +337,60 @@ def latest_checkpoint_id(conn: sqlite3.Connection, session_id: str) -> str | Non
         "SELECT max(ckpt_id) FROM checkpoints_keyed WHERE session_key = ?", (session,)
     ).fetchone()
     return str(row[0]) if row[0] is not None else None
+
+
+# Ids kept as text? the session's number; then each name's number (``_NAME`` each).
+_IDS = "(SELECT 1 FROM checkpoint_ids LIMIT 1), (SELECT key FROM session_keys WHERE session_id = ?)"
+_NAME = ", (SELECT key FROM names WHERE name = ?)"
+_BASE = (
+    "FROM (SELECT coalesce(max(version), 0) AS version FROM memory_log "
+    "WHERE session_id = ?1) m LEFT JOIN (SELECT c.ckpt, c.tail, c.session, c.state "
+    "FROM session_keys s JOIN checkpoint_rows c ON c.session = s.key "
+    "WHERE s.session_id = ?1 ORDER BY c.ckpt DESC LIMIT 1) c"
+)
+
+
+def base_and_ids(
+    conn: sqlite3.Connection, row: Sequence[Any], known: tuple[Any, Any]
+) -> tuple[str | None, int, Sequence[Any], bool]:
+    """:func:`checkpoint_base` of the session of a checkpoint ``row`` (old columns), and in
+    the same statement what :func:`write_checkpoint` reads for the row (its ``found``), and
+    whether the row's one slot state is the latest checkpoint's (stored then: ``slot_states``
+    rows are never deleted)."""
+    wanted = _wanted(row, known)
+    found = conn.execute(
+        "SELECT m.version, c.ckpt, c.tail, c.state, "
+        + _IDS.replace("session_id = ?", "session_id = ?1")
+        + "".join(_NAME.replace("?", f"?{n}") for n in range(2, len(wanted) + 2))
+        + " "
+        + _BASE,
+        (row[0], *wanted),
+    ).fetchone()
+    version, key, tail, state, ids = int(found[0]), found[1], found[2], found[3], found[4:]
+    flat = known[0]
+    stored = flat is not None and state is not None and ids[2 + wanted.index(flat[2])] == state
+    if key is None:
+        return None, version, ids, stored
+    if ids[0] is None:
+        return render(key, tail, CKPT), version, ids, stored
+    return latest_checkpoint_id(conn, row[0]), version, ids, stored
+
+
+def checkpoint_base(conn: sqlite3.Connection, session_id: str) -> tuple[str | None, int]:
+    """What a session's next checkpoint builds on, in one statement: its latest
+    checkpoint's id (:func:`latest_checkpoint_id`) and its memory version (the number of
+    its memory writes so far)."""
+    found = conn.execute(
+        "SELECT m.version, c.ckpt, c.tail, c.session, (SELECT 1 FROM checkpoint_ids LIMIT 1) "
+        + _BASE,
+        (session_id,),
+    ).fetchone()
+    version, key, tail, _, texts = found
+    if key is None:
+        return None, int(version)
+    if texts is None:
+        return render(key, tail, CKPT), int(version)
+    return latest_checkpoint_id(conn, session_id), int(version)
 
 
 def ids_of_session(conn: sqlite3.Connection, session_id: str) -> list[str]:

@@ -38,7 +38,7 @@ from agcore_lab.store._chains import (
     read_chain,
     read_chain_tail,
 )
-from agcore_lab.store._changes import log_change, read_changes
+from agcore_lab.store._changes import log_change, log_changes, read_changes
 from agcore_lab.store._checkpoint_rows import latest_checkpoint_id, read_checkpoints
 from agcore_lab.store._checkpoints import (
     INSERT_SLOT,
@@ -46,6 +46,7 @@ from agcore_lab.store._checkpoints import (
     checkpoint_page,
     delete_checkpoints,
     insert_checkpoint,
+    insert_turn_checkpoint,
     replace_slots,
     restore_memory,
     slot_from_row,
@@ -326,14 +327,16 @@ class SqliteStore(PendingOperations):
             conn.executemany(
                 UPSERT_SLOT, [slot_values(follow_renamed(slot, renamed), sid) for slot in slots]
             )
-            log_change(conn, sid, change, self._origin)
+            changes: list[tuple[str, str | None]] = [(change, None)]
             memory_at = None
             if checkpoint is not None:  # its parent and memory version, read in this write
-                latest = latest_checkpoint_id(conn, sid)
-                memory_at = latest_version(conn, sid)
-                read = {"parent_ckpt_id": latest, "memory_version": memory_at}
-                insert_checkpoint(conn, checkpoint.model_copy(update=read))
-                log_change(conn, sid, "checkpoint", self._origin, ckpt_id=checkpoint.ckpt_id)
+                _, memory_at = insert_turn_checkpoint(conn, checkpoint)
+                changes.append(("checkpoint", checkpoint.ckpt_id))
+            if len(changes) > 1 and getattr(conn, "dialect", "sqlite") != "postgresql":
+                log_changes(conn, sid, changes, self._origin)  # one INSERT of both rows
+            else:  # PostgreSQL: each row takes the feed's order lock
+                for kind, ckpt_id in changes:
+                    log_change(conn, sid, kind, self._origin, ckpt_id=ckpt_id)
             if encoded:
                 now = _ts(utcnow())
                 at = latest_version(conn, sid) if memory_at is None else memory_at

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agcore_lab import Agent, SessionManager, SqliteStore
+from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.store._changes import KEEP_CHANGES
 from agcore_lab.store.base import ChangeRecord, SessionRecord
@@ -50,3 +50,25 @@ def test_the_watcher_runs_while_someone_listens(tmp_path: Path) -> None:
     unsubscribe()
     assert not watcher.running
     assert SessionManager(SqliteStore(":memory:"), watch_interval=None).watch() is None
+
+
+def test_a_checkpointed_turn_logs_its_turn_then_its_checkpoint_and_the_feed_stays_short(
+    tmp_path: Path,
+) -> None:
+    # A turn and its checkpoint go in as one INSERT of two change rows: in that order, and
+    # the log is still cut back to its newest rows, however the seq multiples of 32 fall.
+    store = SqliteStore(tmp_path / "lab.db")
+    manager = SessionManager(store)
+    sid = manager.create_sync(Agent(name="a", model=ScriptedModel(lambda messages: "ok")))
+    start = store.latest_change()
+    manager.submit_turn_sync(sid, "one")
+    made = store.changes_since(start)
+    after = manager.checkpointer.list_checkpoints_sync(sid)[0]
+    assert [(c.kind, c.ckpt_id) for c in made] == [("turn", None), ("checkpoint", after.ckpt_id)]
+    assert made[1].seq == made[0].seq + 1
+    for n in range(KEEP_CHANGES):
+        manager.submit_turn_sync(sid, f"turn {n}")
+    rows = store.connection.execute("SELECT count(*), max(seq) FROM change_log").fetchone()
+    assert KEEP_CHANGES <= rows[0] <= KEEP_CHANGES + 33
+    newest = store.changes_since(rows[1] - 2)
+    assert [c.kind for c in newest] == ["turn", "checkpoint"]

@@ -14,11 +14,12 @@ from agcore_lab import (
     ScriptedModel,
     SessionManager,
     SqliteStore,
+    StaleSessionError,
     SubTaskResult,
     Tool,
     ToolCall,
 )
-from agcore_lab.store.base import CkptMeta
+from agcore_lab.store.base import CkptMeta, SessionRecord
 
 
 def _writes(store: SqliteStore) -> list[str]:
@@ -283,3 +284,99 @@ def test_children_made_together_are_one_write_and_take_no_lease_of_their_own(
         assert _lease(store, result.child_id) is None
         labels = [c.label for c in manager.checkpointer.list_checkpoints_sync(result.child_id)]
         assert labels == [None, "start"]
+
+
+def test_children_made_together_store_their_one_slot_state_once(tmp_path: Path) -> None:
+    # Made in one write, at one time: their first slots have one state, so the group adds
+    # one slot_states row and one name, not one per child; each child's checkpoints still
+    # restore its own slot.
+    store = SqliteStore(tmp_path / "states.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    rows = "SELECT (SELECT count(*) FROM slot_states), (SELECT count(*) FROM names)"
+    before = store.connection.execute(rows).fetchone()
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
+    )
+    states, names = store.connection.execute(rows).fetchone()
+    assert states - before[0] == 1
+    assert names - before[1] == 3  # the state's digest, the agent "w", its model "scripted"
+    made = set()
+    for result in results:
+        assert isinstance(result, SubTaskResult)
+        after, start = manager.checkpointer.list_checkpoints_sync(result.child_id)
+        assert start.slots["main"].head_node_id is None
+        assert after.slots["main"].head_node_id is not None
+        assert start.slots["main"].session_id == result.child_id
+        made.add(start.slots["main"].created_at)
+        manager.checkpointer.rollback_sync(result.child_id, start.ckpt_id)
+        assert manager.get_sync(result.child_id).current_slot.messages == []
+    assert len(made) == 1
+
+
+def test_a_commit_keeps_or_changes_the_parent_as_its_record_says(tmp_path: Path) -> None:
+    # A turn's commit keeps the parent and leaves it out of its UPDATE (the parent index is
+    # not rewritten); a record that names another parent is still stored with it, and a
+    # stale version is refused either way.
+    store = SqliteStore(tmp_path / "p.db")
+    for sid in ("a", "b", "kid"):
+        store.create_session(SessionRecord(session_id=sid, agent_name="x", parent_id=None))
+    statements = _writes(store)
+    version = store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id=None))
+    assert not any("parent_id = " in s.split("WHERE")[0] for s in statements if "UPDATE" in s)
+    version = store.commit(
+        SessionRecord(session_id="kid", agent_name="x", parent_id="a", version=version)
+    )
+    assert store.child_ids("a") == ["kid"]
+    version = store.commit(
+        SessionRecord(session_id="kid", agent_name="y", parent_id="a", version=version)
+    )
+    record = store.get_session("kid")
+    assert record is not None and (record.parent_id, record.agent_name) == ("a", "y")
+    with pytest.raises(StaleSessionError):
+        store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id="b", version=1))
+    with pytest.raises(StaleSessionError):
+        store.commit(SessionRecord(session_id="kid", agent_name="x", parent_id="a", version=1))
+    assert store.child_ids("a") == ["kid"] and store.child_ids("b") == []
+    assert store.session_version("kid") == version
+
+
+def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -> None:
+    # The group's write: one slot state (shared by the group), one read of the sessions'
+    # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent,
+    # memory version and ids in one read, the turn's and checkpoint's change rows in one INSERT,
+    # and an UPDATE that leaves the parent (and its index) alone.
+    store = SqliteStore(tmp_path / "kinds.db")
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    statements = _writes(store)
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
+    )
+    store.connection.set_trace_callback(None)
+    assert all(isinstance(r, SubTaskResult) for r in results)
+    create, *commits = _transactions(statements)
+
+    def count(statements: list[str], start: str) -> int:
+        return sum(s.startswith(start) for s in statements)
+
+    assert count(create, "INSERT INTO sessions") == 4
+    assert count(create, "INSERT OR IGNORE INTO slot_states") == 1
+    assert count(create, "SELECT session_id, key FROM session_keys") == 1
+    assert count(create, "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1), (SELECT key") == 0
+    assert count(create, "INSERT INTO checkpoint_rows") == 4
+    assert len(commits) == 4
+    for commit in commits:
+        assert count(commit, "INSERT INTO change_log") == 1
+        assert count(commit, "SELECT coalesce(max(version), 0) FROM memory_log") == 0
+        assert count(commit, "SELECT m.version, c.ckpt") == 1
+        assert count(commit, "INSERT INTO checkpoint_rows") == 1
+        assert count(commit, "INSERT INTO memory_log") == 1
+        (update,) = [s for s in commit if s.startswith("UPDATE sessions")]
+        assert "parent_id = " not in update.split(" WHERE ")[0]
+        assert count(commit, "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1)") == 0  # in the base
+        assert count(commit, "INSERT OR IGNORE INTO slot_states") == 0  # the start's state
+        # 9 statements; the first commit also numbers the model's name ("scripted").
+        assert len(commit) == (11 if commit is commits[0] else 9)
