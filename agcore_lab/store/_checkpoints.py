@@ -172,26 +172,7 @@ def insert_checkpoint(conn: sqlite3.Connection, ckpt: CkptMeta) -> None:
         return
     _plain_insert(
         conn,
-        (
-            ckpt.session_id,
-            ckpt.ckpt_id,
-            ckpt.parent_ckpt_id,
-            ckpt.turn_index,
-            ckpt.created_at.isoformat(),
-            ckpt.label,
-            ckpt.source,
-            ckpt.message_count,
-            ckpt.prompt_tokens,
-            ckpt.completion_tokens,
-            ckpt.cost_usd,
-            ckpt.agent_name,
-            ckpt.current_slot_id,
-            ckpt.last_summary_turn,
-            ckpt.memory_version,
-            compact(slots),
-            _spend_compact(ckpt.spend),
-            ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
-        ),
+        _old_columns(ckpt, ckpt.created_at.isoformat(), compact(slots), _spend_compact(ckpt.spend)),
     )
 
 
@@ -260,27 +241,40 @@ def _lean_row(
     spent = flat_spend_of(figures, ckpt.prompt_tokens, ckpt.completion_tokens, ckpt.cost_usd)
     created = ckpt.created_at  # a datetime stands for its isoformat (not parsed back)
     return (
-        (
-            ckpt.session_id,
-            ckpt.ckpt_id,
-            ckpt.parent_ckpt_id,
-            ckpt.turn_index,
+        _old_columns(
+            ckpt,
             created if type(created) is datetime else created.isoformat(),
-            ckpt.label,
-            ckpt.source,
-            ckpt.message_count,
-            ckpt.prompt_tokens,
-            ckpt.completion_tokens,
-            ckpt.cost_usd,
-            ckpt.agent_name,
-            ckpt.current_slot_id,
-            ckpt.last_summary_turn,
-            ckpt.memory_version,
             None if flat is not None else compact(slots),
             None if spent is not None else _spend_compact(ckpt.spend),
-            ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
         ),
         (flat, spent),
+    )
+
+
+def _old_columns(
+    ckpt: CkptMeta, created: datetime | str, slots: str | None, spend: str | None
+) -> tuple[Any, ...]:
+    # A checkpoint's row in the columns of the ``checkpoints`` table (PostgreSQL) and view
+    # (SQLite), with its time, slots and spend as the caller stores them.
+    return (
+        ckpt.session_id,
+        ckpt.ckpt_id,
+        ckpt.parent_ckpt_id,
+        ckpt.turn_index,
+        created,
+        ckpt.label,
+        ckpt.source,
+        ckpt.message_count,
+        ckpt.prompt_tokens,
+        ckpt.completion_tokens,
+        ckpt.cost_usd,
+        ckpt.agent_name,
+        ckpt.current_slot_id,
+        ckpt.last_summary_turn,
+        ckpt.memory_version,
+        slots,
+        spend,
+        ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
     )
 
 
