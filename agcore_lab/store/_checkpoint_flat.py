@@ -56,13 +56,7 @@ def flat_slot(text: object, slot: object) -> tuple[int | None, int | None, str] 
         return None, None, digest
     if type(head) is not str or text != f'{{"{slot}":["{head}","{digest}"]}}':
         return None
-    found = split_id(head, MESSAGE)
-    link = 0
-    if found is None:
-        found, link = split_id(head, LINK), 1
-    if found is None:
-        return None
-    return found[0], found[1] | link << 20, digest
+    return _head_key(head, digest)
 
 
 def flat_spend(text: object, prompt: object, completion: object, cost: object) -> Any:
@@ -110,13 +104,7 @@ def flat_slot_of(
         return None
     if head is None:
         return None, None, digest
-    found = split_id(head, MESSAGE)  # ids of our digits only: their JSON is the id itself
-    link = 0
-    if found is None:
-        found, link = split_id(head, LINK), 1
-    if found is None:
-        return None
-    return found[0], found[1] | link << 20, digest
+    return _head_key(head, digest)  # ids of our digits only: their JSON is the id itself
 
 
 def flat_spend_of(
@@ -138,3 +126,15 @@ def flat_spend_of(
         return None
     shown = _cost_text(cost)  # the text's cost (repr) is the one the view writes back
     return (model, requests) if shown is not None and repr(spent) == shown else None
+
+
+def _head_key(head: str, digest: Any) -> tuple[int, int, Any] | None:
+    # A flat slot's head as its node key and tail (a link's tail marked by bit 20), with its
+    # state's digest; None when the head is not an id of our digits.
+    found = split_id(head, MESSAGE)
+    link = 0
+    if found is None:
+        found, link = split_id(head, LINK), 1
+    if found is None:
+        return None
+    return found[0], found[1] | link << 20, digest
