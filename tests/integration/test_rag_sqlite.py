@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,33 +22,6 @@ from agcore_lab.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.timeout(120)
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-# A writer process: opens the file, waits for the go file, adds `count` documents one add at a
-# time (each a transaction, interleaving with the other writer), then tries a duplicate.
-WRITER = textwrap.dedent(
-    """
-    import json, sys, time
-    from pathlib import Path
-    from agcore_lab.errors import ConflictError
-    from agcore_lab.rag import Document, MockEmbedding, SqliteVectorStore
-    from agcore_lab.store.sqlite import SqliteStore
-
-    path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-    store = SqliteVectorStore(SqliteStore(path), "shared")
-    embed = MockEmbedding(dim=32)
-    while not go.exists():
-        time.sleep(0.01)
-    for i in range(count):
-        doc = Document(id=f"{name}-{i}", content=f"{name} document {i}", metadata={"by": name})
-        store.add([doc], embed.embed([doc.content]))
-    try:
-        store.add([Document(id="both", content="x")], embed.embed(["x"]))
-        duplicate = "added"
-    except ConflictError:
-        duplicate = "conflict"
-    print(json.dumps({"len": len(store), "duplicate": duplicate}))
-    """
-)
 
 
 def test_persist_and_reopen(tmp_path: Path) -> None:
@@ -92,25 +63,18 @@ def test_file_size_is_close_to_the_raw_vectors(tmp_path: Path) -> None:
     assert path.stat().st_size <= 1.4 * raw + 200_000  # + the schema's empty tables
 
 
-def test_two_processes_share_one_file(tmp_path: Path) -> None:
+@pytest.fixture
+def vector_workers(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import _vector_workers
+
+    return _vector_workers
+
+
+def test_two_processes_share_one_file(tmp_path: Path, vector_workers: Any) -> None:
     path = tmp_path / "shared.db"
     SqliteVectorStore(SqliteStore(path), "shared")  # create the schema first
-    go = tmp_path / "go"
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), name, "40", str(go)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("left", "right")
-    ]
-    go.touch()
-    results = []
-    for writer in writers:
-        out, err = writer.communicate(timeout=100)
-        assert writer.returncode == 0, err
-        results.append(json.loads(out))
+    results = vector_workers.two_writers(path, 40, own_file=False, dim=32)
     # Exactly one process stored "both"; the other got a conflict from the file.
     assert sorted(r["duplicate"] for r in results) == ["added", "conflict"]
     store = SqliteVectorStore(SqliteStore(path), "shared")

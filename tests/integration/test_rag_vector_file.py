@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -185,52 +186,18 @@ def test_a_vector_file_that_cannot_be_made_is_a_storage_error(tmp_path: Path) ->
     assert blocker.read_text() == "not a directory"
 
 
-# A writer process: adds `count` documents one add at a time into the vector file (each a
-# transaction, interleaving with the other writer's), then tries an id both want.
-WRITER = textwrap.dedent(
-    """
-    import json, sys, time
-    from pathlib import Path
-    from agcore_lab.errors import ConflictError
-    from agcore_lab.rag import Document, MockEmbedding, SqliteVectorStore
+@pytest.fixture
+def vector_workers(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import _vector_workers
 
-    path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-    store = SqliteVectorStore(path, "shared")
-    embed = MockEmbedding(dim=48)
-    while not go.exists():
-        time.sleep(0.01)
-    for i in range(count):
-        doc = Document(id=f"{name}-{i}", content=f"{name} document {i}", metadata={"by": name})
-        store.add([doc], embed.embed([doc.content]))
-    try:
-        store.add([Document(id="both", content="x")], embed.embed(["x"]))
-        duplicate = "added"
-    except ConflictError:
-        duplicate = "conflict"
-    print(json.dumps({"len": len(store), "duplicate": duplicate}))
-    """
-)
+    return _vector_workers
 
 
-def test_two_writer_processes_share_a_vector_file(tmp_path: Path) -> None:
+def test_two_writer_processes_share_a_vector_file(tmp_path: Path, vector_workers: Any) -> None:
     path = tmp_path / "shared.db"
     SqliteVectorStore(path, "shared").close()  # made with 64 KiB pages before they start
-    go = tmp_path / "go"
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), name, "30", str(go)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("left", "right")
-    ]
-    go.touch()
-    results = []
-    for writer in writers:
-        out, err = writer.communicate(timeout=100)
-        assert writer.returncode == 0, err
-        results.append(json.loads(out))
+    results = vector_workers.two_writers(path, 30, own_file=True, dim=48)
     assert sorted(r["duplicate"] for r in results) == ["added", "conflict"]
     store = SqliteVectorStore(path, "shared")
     assert _page_size(store) == 65536 and len(store) == store.file_rows() == 61
