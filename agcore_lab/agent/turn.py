@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
-from agcore_lab.agent.slots import ContextSlot, SlotMode, _system_message, context_window
+from agcore_lab.agent.slots import ContextSlot, SlotMode, context_window
 from agcore_lab.errors import ModelProtocolError
 from agcore_lab.llm.base import ChatResponse, ResponseDone, ToolSpec
 from agcore_lab.llm.call_record import RETRIES
@@ -93,13 +93,11 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
         params = getattr(model, "request_params", None)
         if not (params and isinstance(params, dict)):
             # The usual call, noted as one tuple with no probe (see llm/turn_calls.py); its
-            # request is context_window's for a Full slot: the system prompt, then a window
-            # over the whole history.
-            history = slot.messages
-            tail = len(history)
-            prompt = agent.system_prompt
-            heads = (_system_message(prompt),) if prompt else ()
-            window = MessageWindow(heads, history, tail)
+            # request is a Full slot's context window: the system prompt, then a window over
+            # the whole history.
+            window = cast(MessageWindow, context_window(slot, agent.system_prompt))
+            heads = window.head
+            tail = len(slot.messages)
             tools = agent.tool_specs
             counter = recorder.counter  # HTTP backends count their retries here
             if RETRIES.get() is not counter:
