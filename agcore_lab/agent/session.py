@@ -310,14 +310,10 @@ class AgentSession(
         self._check_text(text)
         async with self._lock, self._leased(wait):
             live = self.current_slot
-            draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
             with self._uncommitted(live):
-                draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-                steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
+                draft = await self._draft_turn(live)
                 await run_turn_plain(self.agent, draft, text)
-                result = await self._commit_turn(
-                    draft, run_id=new_id("run"), last=self._nothing_after_commit()
-                )
+                result = await self._commit_new_turn(draft)
             await self._after_turn(result)
         self._raise_for_status(result)
         return result
@@ -355,18 +351,27 @@ class AgentSession(
         self._check_text(text)
         async with self._lock, self._leased(wait):
             live = self.current_slot
-            draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
             with self._uncommitted(live):
-                draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-                steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
+                draft = await self._draft_turn(live)
                 async for event in run_turn(self.agent, draft, text, stream=stream):
                     yield event
-                result = await self._commit_turn(
-                    draft, run_id=new_id("run"), last=self._nothing_after_commit()
-                )
+                result = await self._commit_new_turn(draft)
             await self._after_turn(result)
         self._raise_for_status(result)
         yield TurnDone(result=result)
+
+    async def _draft_turn(self, live: ContextSlot) -> TurnDraft:
+        # A new turn's draft over the live slot, with its call recorder; refused while a
+        # tool call of the session is unresolved.
+        draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+        draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
+        steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
+        return draft
+
+    async def _commit_new_turn(self, draft: TurnDraft) -> TurnResult:
+        return await self._commit_turn(
+            draft, run_id=new_id("run"), last=self._nothing_after_commit()
+        )
 
     @contextlib.contextmanager
     def _uncommitted(self, live: ContextSlot) -> Iterator[None]:
