@@ -20,8 +20,13 @@ while the lanes wait for their models, so the writes per child are a little over
 commit). ``--no-record-calls`` runs the children without model-call records, to show their
 share.
 
+``--latency 0`` gives a CPU-only figure (no model wait, no wall target). ``--turn-paths N``
+instead runs N alternating pairs in this process: the children's turns as one coroutine chain
+(``submit_turn``, what a dispatch runs) and the same turns driven through the streaming path's
+async generators (``stream=False``), and prints each one's CPU per child.
+
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
-    [--no-record-calls]
+    [--no-record-calls] [--turn-paths N]
 """
 
 from __future__ import annotations
@@ -205,6 +210,47 @@ def _report(
     ]
 
 
+def _turn_paths(args: argparse.Namespace, tmp: Path) -> None:
+    # Same-process A/B of a child's turn: the plain coroutine chain against the generator
+    # layers it replaced (AgentSession._turn with stream=False), alternating, on new files.
+    from agcore_lab import AgentSession, TurnDone
+
+    plain = AgentSession.submit_turn
+
+    async def generators(self: AgentSession, text: str, *, wait: float = 0.0) -> Any:
+        result = None
+        async for event in self._turn(text, stream=False, wait=wait):
+            if isinstance(event, TurnDone):
+                result = event.result
+        return result
+
+    paths: dict[str, Any] = {"coroutine chain": plain, "async generators": generators}
+    cpu: dict[str, list[float]] = {name: [] for name in paths}
+    asyncio.run(run(args.tasks, args.limit, args.latency, tmp / "warm.db"))
+    try:
+        for pair in range(args.turn_paths):
+            order = list(paths) if pair % 2 else list(reversed(paths))
+            for name in order:
+                AgentSession.submit_turn = paths[name]  # type: ignore[method-assign]
+                one = asyncio.run(
+                    run(args.tasks, args.limit, args.latency, tmp / f"p{pair}{len(name)}.db")
+                )
+                cpu[name].append(one.cpu / args.tasks * 1000)
+    finally:
+        AgentSession.submit_turn = plain  # type: ignore[method-assign]
+    for name, figures in cpu.items():
+        print(
+            f"{name}: process CPU per child (bare floor included) median "
+            f"{statistics.median(figures):.3f} ms, range {min(figures):.3f}-"
+            f"{max(figures):.3f} ({len(figures)} runs)"
+        )
+    chain, gens = (
+        statistics.median(cpu["coroutine chain"]),
+        statistics.median(cpu["async generators"]),
+    )
+    print(f"{'PASS' if chain <= gens else 'MISS'} coroutine chain <= async generators")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
@@ -214,8 +260,15 @@ def main() -> None:
     parser.add_argument(
         "--no-record-calls", action="store_true", help="children keep no model-call records"
     )
+    parser.add_argument(
+        "--turn-paths", type=int, default=0, help="A/B pairs: coroutine chain vs generators"
+    )
     args = parser.parse_args()
     record = not args.no_record_calls
+    if args.turn_paths:
+        with tempfile.TemporaryDirectory() as tmp:
+            _turn_paths(args, Path(tmp))
+        return
     print(
         f"tasks: {args.tasks}  limit: {args.limit}  latency: {args.latency}s  "
         f"model-call records: {'on' if record else 'off'}"
