@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from agcore_lab.errors import SessionBusyError
 from agcore_lab.store.aio import AsyncStore
@@ -123,16 +123,15 @@ class TurnLease:
         return iter((self.holder, self.version))
 
 
-@contextlib.asynccontextmanager
-async def turn_lease(
+def turn_lease(
     store: AsyncStore,
     session_id: str,
     *,
     ttl: float,
     wait: float = 0.0,
     held: tuple[str, int, float] | None = None,
-) -> AsyncIterator[TurnLease]:
-    """Hold the session's turn lease for the block; yields a :class:`TurnLease`.
+) -> _TurnLeaseScope:
+    """Hold the session's turn lease for an ``async with`` block; it gives a :class:`TurnLease`.
 
     Args:
         store: The store (its async seam; the renewal thread uses its ``sync_store``).
@@ -146,25 +145,63 @@ async def turn_lease(
 
     Raises:
         SessionBusyError: Another holder kept the lease for longer than ``wait``.
+
+    Example:
+        >>> async def turn(store, session_id):  # doctest: +SKIP
+        ...     async with turn_lease(store, session_id, ttl=30.0) as lease:
+        ...         return lease.version
     """
-    if held is not None and held[2] - time.monotonic() >= ttl / 2:
-        holder, lease = held[0], TurnLease(held[0], held[1])
-    else:
-        holder = held[0] if held is not None else new_holder()
-        lease = await _acquire(store, session_id, holder, ttl, wait)
-    try:
+    return _TurnLeaseScope(store, session_id, ttl, wait, held)
+
+
+class _TurnLeaseScope:
+    # A plain async context manager (not a generator one): a turn's lease is entered and
+    # left once per turn, and a generator's frames and ``asend``/``athrow`` cost every turn.
+    __slots__ = ("_held", "_lease", "_session_id", "_store", "_token", "_ttl", "_wait")
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        session_id: str,
+        ttl: float,
+        wait: float,
+        held: tuple[str, int, float] | None,
+    ) -> None:
+        self._store, self._session_id, self._ttl, self._wait = store, session_id, ttl, wait
+        self._held = held
+        self._lease: TurnLease | None = None
+        self._token: int | None = None
+
+    async def __aenter__(self) -> TurnLease:
+        held, ttl, session_id = self._held, self._ttl, self._session_id
+        if held is not None and held[2] - time.monotonic() >= ttl / 2:
+            lease = TurnLease(held[0], held[1])
+        else:
+            holder = held[0] if held is not None else new_holder()
+            lease = await _acquire(self._store, session_id, holder, ttl, self._wait)
+        self._lease = lease
         # Once a write released the lease there is nothing left to renew.
         # Renewed from a thread of its own (a turn may block the loop): the sync store.
-        sync = store.sync_store
+        sync, holder = self._store.sync_store, lease.holder
         renew = lambda: lease.released or sync.renew_lease(session_id, holder, ttl=ttl)  # noqa: E731
-        with keep_alive(renew, ttl, "turn"):
-            yield lease
-    finally:
+        try:
+            self._token = _keeper.add(renew, ttl, "turn")
+        except BaseException:
+            await self._store.arelease_lease(session_id, lease.holder)
+            raise
+        return lease
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        lease, token = self._lease, self._token
+        assert lease is not None and token is not None
+        _keeper.remove(token)
         if not lease.released:
             try:
-                await store.arelease_lease(session_id, holder)
+                await self._store.arelease_lease(self._session_id, lease.holder)
             except Exception:  # the lease then simply runs out
-                logger.warning("could not release the turn lease of %s", session_id, exc_info=True)
+                logger.warning(
+                    "could not release the turn lease of %s", self._session_id, exc_info=True
+                )
 
 
 async def _acquire(

@@ -32,10 +32,11 @@ from agcore_lab.agent import approval as steps
 from agcore_lab.agent.agent import Agent, require_agent
 from agcore_lab.agent.bundle import RuntimeBundle, TurnHook
 from agcore_lab.agent.events import TurnDone, TurnEvent, TurnResult
-from agcore_lab.agent.lease import TurnLease, turn_lease
+from agcore_lab.agent.lease import TurnLease
 from agcore_lab.agent.memory import SessionMemory
 from agcore_lab.agent.recording import recorder_for
 from agcore_lab.agent.session_approvals import ApprovalOperations
+from agcore_lab.agent.session_lease import SessionLease
 from agcore_lab.agent.session_loading import SessionLoading
 from agcore_lab.agent.session_snapshot import SnapshotOperations
 from agcore_lab.agent.session_views import MAIN_SLOT, SUMMARY_KEY, SessionViews
@@ -43,7 +44,7 @@ from agcore_lab.agent.slot_ops import SlotOperations
 from agcore_lab.agent.slots import ContextSlot, SlotMode
 from agcore_lab.agent.snapshot import SessionSnapshot
 from agcore_lab.agent.summary import SummaryConfig, request_summary
-from agcore_lab.agent.turn import TurnDraft, run_turn
+from agcore_lab.agent.turn import TurnDraft, run_turn, run_turn_plain
 from agcore_lab.agent.turn_commit import TurnCheckpoint, TurnMemory, checkpoint_after
 from agcore_lab.aio import CrossLoopLock, iterate_sync, run_sync
 from agcore_lab.errors import (
@@ -304,11 +305,17 @@ class AgentSession(
                 the turn's messages so far are kept, ``err.partial`` has the result.
             ModelError: The model failed; the session is unchanged.
         """
-        result: TurnResult | None = None
-        async for event in self._turn(text, stream=False, wait=wait):
-            if isinstance(event, TurnDone):
-                result = event.result
-        assert result is not None
+        # One coroutine chain down to the model call (no event is yielded to anyone: a
+        # non-streamed turn's events were only ever dropped); the same steps as _turn.
+        self._check_text(text)
+        async with self._lock, self._leased(wait):
+            live = self.current_slot
+            with self._uncommitted(live):
+                draft = await self._draft_turn(live)
+                await run_turn_plain(self.agent, draft, text)
+                result = await self._commit_new_turn(draft)
+            await self._after_turn(result)
+        self._raise_for_status(result)
         return result
 
     def submit_turn_stream(self, text: str, *, wait: float = 0.0) -> AsyncIterator[TurnEvent]:
@@ -319,29 +326,10 @@ class AgentSession(
         """
         return self._turn(text, stream=True, wait=wait)
 
-    @contextlib.asynccontextmanager
-    async def _leased(self, wait: float) -> AsyncIterator[None]:
+    def _leased(self, wait: float) -> SessionLease:
         # Hold the store's turn lease (so a second writer is refused before it acts), and
         # build on the latest stored state. The caller holds this object's lock.
-        self._require_attached()
-        if self._holder is not None:  # nested inside a turn that holds it already
-            outer, self._lease = self._lease, None  # only its owner may release it
-            try:
-                yield
-            finally:
-                self._lease = outer
-            return
-        reserved, self._reserved = self._reserved, None
-        held = (reserved[0], self.version, reserved[1]) if reserved is not None else None
-        async with turn_lease(
-            self.astore, self.session_id, ttl=self.bundle.lease_seconds, wait=wait, held=held
-        ) as lease:
-            await self._areload_if_stale(lease.version)
-            self._holder, self._lease = lease.holder, lease
-            try:
-                yield
-            finally:
-                self._holder = self._lease = None
+        return SessionLease(self, wait)
 
     def _nothing_after_commit(self) -> bool:
         # No automatic summary, and no turn-end hook but the manager's checkpoint (which then
@@ -351,27 +339,39 @@ class AgentSession(
         maker = self.turn_checkpoint
         return all(maker is not None and hook == maker.hook for hook in self.hooks)
 
-    async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
+    def _check_text(self, text: str) -> None:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("a turn needs non-empty text", session_id=self.session_id)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:  # refused before anything runs or is recorded
             raise surrogate_error(exc) from exc
+
+    async def _turn(self, text: str, *, stream: bool, wait: float) -> AsyncIterator[TurnEvent]:
+        self._check_text(text)
         async with self._lock, self._leased(wait):
             live = self.current_slot
-            draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
             with self._uncommitted(live):
-                draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
-                steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
+                draft = await self._draft_turn(live)
                 async for event in run_turn(self.agent, draft, text, stream=stream):
                     yield event
-                result = await self._commit_turn(
-                    draft, run_id=new_id("run"), last=self._nothing_after_commit()
-                )
+                result = await self._commit_new_turn(draft)
             await self._after_turn(result)
         self._raise_for_status(result)
         yield TurnDone(result=result)
+
+    async def _draft_turn(self, live: ContextSlot) -> TurnDraft:
+        # A new turn's draft over the live slot, with its call recorder; refused while a
+        # tool call of the session is unresolved.
+        draft = TurnDraft(slot=live.draft(), cost=self.cost_tracker.fork())
+        draft.recorder = recorder_for(self, draft.slot, turn_index=self.turn_index + 1)
+        steps.before_turn(draft, await self._apending_tool_call(), self.session_id)
+        return draft
+
+    async def _commit_new_turn(self, draft: TurnDraft) -> TurnResult:
+        return await self._commit_turn(
+            draft, run_id=new_id("run"), last=self._nothing_after_commit()
+        )
 
     @contextlib.contextmanager
     def _uncommitted(self, live: ContextSlot) -> Iterator[None]:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from agcore_lab.agent.recording import CallRecorder
     from agcore_lab.llm.call_note import CallNote
 
-__all__ = ["TurnDraft", "resume_turn", "run_turn"]
+__all__ = ["TurnDraft", "resume_turn", "run_turn", "run_turn_plain"]
 
 _FULL = SlotMode.Full
 
@@ -199,6 +199,36 @@ async def run_turn(
         raise
 
 
+async def run_turn_plain(agent: Agent, draft: TurnDraft, text: str) -> None:
+    """Run one non-streamed turn's tool loop into ``draft``: :func:`run_turn` with
+    ``stream=False``, as one coroutine chain (no async generator per layer), yielding nothing.
+
+    Its tool events are not made: a non-streaming caller dropped them.
+    """
+    draft.add(UserMessage(content=text))
+    try:
+        rounds = 0
+        while True:
+            async for _ in _ask(agent, draft, False):  # a non-streamed ask yields nothing
+                pass
+            calls = _answered(agent, draft, rounds)
+            if calls is None:
+                return
+            rounds += 1
+            for position, call in enumerate(calls):
+                message = _gated(agent, draft, calls, position, call)
+                if message is None:
+                    return  # interrupted: the call waits for a person
+                if message is True:
+                    message = (await run_tool_call(call, agent.tool_map)).message
+                draft.add(message)
+                draft.tool_results.append(message)
+    except BaseException:
+        if draft.recorder is not None:
+            draft.recorder.abandon()  # the turn will not commit: store its calls now
+        raise
+
+
 async def resume_turn(
     agent: Agent,
     draft: TurnDraft,
@@ -228,23 +258,34 @@ async def _run_calls(
     agent: Agent, draft: TurnDraft, calls: list[ToolCall]
 ) -> AsyncIterator[TurnEvent]:
     for position, call in enumerate(calls):
-        gate = approval_gate(call, agent.tool_map)  # validates first, then asks the policy
-        if gate is True:
-            # Stop here: the call waits for a person; the rest of the answer waits with it.
-            draft.interrupt = (
-                call,
-                list(calls[position + 1 :]),
-                agent.tool_map[call.name].approval_timeout,
-            )
-            draft.status = "interrupted"
+        gated = _gated(agent, draft, calls, position, call)
+        if gated is None:
             return
         yield ToolCallStarted(call=call)
-        message = gate if isinstance(gate, ToolMessage) else None
+        message = gated if isinstance(gated, ToolMessage) else None
         if message is None:
             message = (await run_tool_call(call, agent.tool_map)).message
         draft.add(message)
         draft.tool_results.append(message)
         yield ToolResultReady(message=message)
+
+
+def _gated(
+    agent: Agent, draft: TurnDraft, calls: list[ToolCall], position: int, call: ToolCall
+) -> ToolMessage | Literal[True] | None:
+    # A call's gate: ``None`` when it waits for a person (the draft is interrupted there),
+    # the gate's own tool message (refused or invalid), or ``True``: run it.
+    gate = approval_gate(call, agent.tool_map)  # validates first, then asks the policy
+    if gate is True:
+        # Stop here: the call waits for a person; the rest of the answer waits with it.
+        draft.interrupt = (
+            call,
+            list(calls[position + 1 :]),
+            agent.tool_map[call.name].approval_timeout,
+        )
+        draft.status = "interrupted"
+        return None
+    return gate if isinstance(gate, ToolMessage) else True
 
 
 async def _loop(
@@ -253,21 +294,30 @@ async def _loop(
     while True:
         async for event in _ask(agent, draft, stream):
             yield event
-        answer = draft.new_messages[-1]
-        assert isinstance(answer, AssistantMessage)
-        if not answer.tool_calls:
-            draft.reply = answer.content or ""
-            return
-        draft.tool_calls.extend(answer.tool_calls)
-        if rounds >= agent.max_tool_rounds:
-            for call in answer.tool_calls:
-                draft.answer_unexecuted(
-                    call, f"the turn reached max_tool_rounds ({agent.max_tool_rounds})"
-                )
-            draft.status = "max_tool_rounds"
+        calls = _answered(agent, draft, rounds)
+        if calls is None:
             return
         rounds += 1
-        async for event in _run_calls(agent, draft, list(answer.tool_calls)):
+        async for event in _run_calls(agent, draft, calls):
             yield event
         if draft.interrupt is not None:
             return
+
+
+def _answered(agent: Agent, draft: TurnDraft, rounds: int) -> list[ToolCall] | None:
+    # After the model's answer: the tool calls to run next, or ``None`` when the turn ends
+    # (an answer without tool calls, or max_tool_rounds reached: its calls then answered).
+    answer = draft.new_messages[-1]
+    assert isinstance(answer, AssistantMessage)
+    if not answer.tool_calls:
+        draft.reply = answer.content or ""
+        return None
+    draft.tool_calls.extend(answer.tool_calls)
+    if rounds >= agent.max_tool_rounds:
+        for call in answer.tool_calls:
+            draft.answer_unexecuted(
+                call, f"the turn reached max_tool_rounds ({agent.max_tool_rounds})"
+            )
+        draft.status = "max_tool_rounds"
+        return None
+    return list(answer.tool_calls)
