@@ -41,7 +41,13 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import interned, known_blobs, message_body, tools_body
+from agcore_lab.store._call_blobs import (
+    interned,
+    known_blobs,
+    message_body,
+    tools_body,
+    write_blobs,
+)
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -57,7 +63,6 @@ from agcore_lab.store.base import LinkRecord
 __all__ = ["NodeCalls", "node_calls"]
 
 _MASK = (1 << 20) - 1
-_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 
 # What a turn's commit writes on node rows: message id -> its row's ``call`` column, or
@@ -230,7 +235,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         else:
             parts = _parts(note, tail, known, blobs)
         if blobs:
-            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            write_blobs(conn, note.session_id, blobs)
             add_fresh(fresh, note.session_id, _NODE_STORED, (call_key + offset,), set(blobs))
         usage, started = note.usage, note.started_ns  # started: the id's clock, as a rule
         rare = ""
@@ -295,7 +300,7 @@ def _quick(
         pair = split_id(response_id, MESSAGE)
         if pair is None:
             return False
-        conn.executemany(_INSERT_BLOB, list(blobs.items()))
+        write_blobs(conn, header[0], blobs)
         add_fresh(fresh, header[0], _NODE_STORED, (pair[0],), set(blobs))
     finish = response.finish_reason
     found[response_id] = (
