@@ -179,11 +179,13 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
-) -> tuple[NodeCalls, Fresh]:
+) -> tuple[NodeCalls, Fresh, int]:
     """The ``call`` column of the answers' node rows for the calls of a turn's commit that
     ride there (their recorder marked them ``rides``, and the answer is placed right after
-    the request's history), by answer id; and the blobs written for them here (those the
-    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
+    the request's history), by answer id; the blobs written for them here (those the
+    store may not hold), for ``insert_calls(fresh=...)``; and how many calls there are (a
+    recorder's length, read here from its entries: no call of its own). The other calls are
+    left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
@@ -191,13 +193,14 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
     turn: TurnCalls | None = calls if TurnCalls in type(calls).__mro__ else None  # type: ignore[assignment]
     entries: Sequence[ModelCall | CallNote | QuickCall] = calls if turn is None else turn.entries
+    count = len(entries)
     for index, note in enumerate(entries):
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
             if known is None:
                 known = known_blobs(conn, turn.header[0])
                 if known is None:
-                    return found, fresh
+                    return found, fresh, count
             if _quick(conn, known, turn.header, note, found, fresh):
                 continue
             note = turn[index]  # any other shape: its note, written as below
@@ -223,7 +226,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if known is None or note.session_id != (turn.header[0] if turn else None):
             state = interned(conn)
             if state is None:
-                return found, fresh
+                return found, fresh, count
             known = state.known(conn, note.session_id)
         blobs: dict[str, str] = {}
         shape = _suffix(note, len(note.request) - tail) if tail else None
@@ -250,7 +253,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
             f"{(note.latency_ns + 500) // 1000},"
             f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
         )
-    return found, fresh
+    return found, fresh, count
 
 
 # The call column of a turn's usual call after its first value (see the module docstring):
