@@ -90,7 +90,8 @@ def _names(slot_id: str, model: str) -> str:
     return found
 
 
-_Shape = tuple[str, tuple[tuple[str, str], ...]]
+# (the parts after the tail count, the blobs they name as (digest, body), their digests)
+_Shape = tuple[str, tuple[tuple[str, str], ...], frozenset[str]]
 
 
 def _suffix(note: CallNote, count: int) -> _Shape | None:
@@ -138,8 +139,9 @@ def _shape(
         assert whole.startswith("[1,")
         if len(_SUFFIXES) >= 1_000:
             _SUFFIXES.clear()
-        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), (heads, tuple(tools)))
-    shape = (found[0], found[1])
+        digests = frozenset(digest for digest, _ in blobs)
+        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), digests, (heads, tuple(tools)))
+    shape = (found[0], found[1], found[2])
     # The injected labels are compared by identity: the usual ones are a shared dict
     # (SYSTEM_PROMPT_ONLY) or None; the heads and tools are held here (their ids stay theirs).
     _HOT[0] = (injected, heads, list(tools), shape)
@@ -153,7 +155,9 @@ _HOT: list[tuple[object, tuple[Message, ...], list[ToolSpec], _Shape] | None] = 
 
 
 # (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
-_SUFFIXES: dict[tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], object]] = {}
+_SUFFIXES: dict[
+    tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], frozenset[str], object]
+] = {}
 
 
 def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) -> str:
@@ -161,7 +165,7 @@ def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) ->
     if tail:
         shape = _suffix(note, count)
         if shape is not None:
-            suffix, named = shape
+            suffix, named, _ = shape
             for digest, body in named:
                 if digest not in known:
                     blobs[digest] = body
@@ -197,11 +201,58 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     for index, note in enumerate(entries):
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
+            header = turn.header
             if known is None:
-                known = known_blobs(conn, turn.header[0])
+                known = known_blobs(conn, header[0])
                 if known is None:
                     return found, fresh, count
-            if _quick(conn, known, turn.header, note, found, fresh):
+            # Its call column straight from the tuple, as ``(call start, anchor, the column
+            # after its first value)``: the chain insert finishes it with the answer's node
+            # key, or drops it if the answer is not placed right after the request's history
+            # (:func:`~agcore_lab.store._sqlite_chains.insert_new`). Inline: this is the
+            # turn's path. The plainest shape only; any other takes its note, below.
+            _, heads, tail, tools, model, anchor, started, latency, reply, cost = note
+            message, usage = reply.message, reply.usage
+            injected = SYSTEM_PROMPT_ONLY if heads else None
+            hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
+            shape = (
+                hot[3]
+                if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]
+                else None
+            )
+            # (cost - cost is 0.0 for a finite float only: the row's REAL column takes what
+            # JSON cannot)
+            if (
+                type(cost) is float
+                and cost - cost == 0.0
+                and usage.requests == 1
+                and anchor is not None
+                and tools
+                and tail
+                and REPLAYED_KEY not in message.metadata
+                and (shape is not None or (shape := _shape(injected, heads, tools)) is not None)
+                and (
+                    shape[2] <= known
+                    or _first_blobs(conn, known, header[0], shape, message.id, fresh)
+                )
+            ):
+                finish = reply.finish_reason
+                found[message.id] = (
+                    started,
+                    anchor,
+                    _COLUMN_REST
+                    % (
+                        header[2],
+                        _TEXTS.get((header[1], model)) or _names(header[1], model),
+                        usage.prompt_tokens,
+                        usage.completion_tokens,
+                        cost,
+                        (latency + 500) // 1000,
+                        _TEXTS.get(finish) or _text(finish),
+                        tail,
+                        shape[0],
+                    ),
+                )
                 continue
             note = turn[index]  # any other shape: its note, written as below
         if not isinstance(note, CallNote) or not note.rides:
@@ -261,67 +312,23 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
 _COLUMN_REST = ",%d,%s,%d,%d,%r,0,%d,%s,[%d%s]"
 
 
-def _quick(
+def _first_blobs(
     conn: sqlite3.Connection,
     known: set[str],
-    header: tuple[str, str, int, str],
-    entry: QuickCall,
-    found: NodeCalls,
+    session_id: str,
+    shape: _Shape,
+    response_id: str,
     fresh: Fresh,
 ) -> bool:
-    """Put ``entry``'s call column into ``found`` straight from the tuple (and write its
-    blobs), as ``(call start, anchor, the column after its first value)``: the chain insert
-    finishes it with the answer's node key and drops it if the answer is not placed right
-    after the request's history (:func:`~agcore_lab.store._sqlite_chains.insert_new`).
-    ``False`` (nothing written) for any shape but the plainest: its note then takes it."""
-    _, heads, tail, tools, model, anchor, started, latency, response, cost = entry
-    message, usage = response.message, response.usage
-    # cost - cost is 0.0 for a finite float only (the row's REAL column takes what JSON cannot)
-    if type(cost) is not float or cost - cost != 0.0 or usage.requests != 1:
+    """Write the blobs of a usual call's ``shape`` that ``known`` lacks (a session's first
+    call, as a rule), to be confirmed with the answer's node row; ``False`` (nothing
+    written) if the answer's id is not of the usual form."""
+    pair = split_id(response_id, MESSAGE)
+    if pair is None:
         return False
-    if anchor is None or not tools or REPLAYED_KEY in message.metadata:
-        return False
-    if not tail:
-        return False
-    injected = SYSTEM_PROMPT_ONLY if heads else None
-    hot = _HOT[0]  # the shape of the previous call, as a rule this one's too (see _shape)
-    if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]:
-        shape = hot[3]
-    else:
-        found_shape = _shape(injected, heads, tools)
-        if found_shape is None:
-            return False
-        shape = found_shape
-    response_id = message.id
-    blobs = None
-    for digest, body in shape[1]:
-        if digest not in known:  # the session's first call, as a rule
-            if blobs is None:
-                blobs = {}
-            blobs[digest] = body
-    if blobs:
-        pair = split_id(response_id, MESSAGE)
-        if pair is None:
-            return False
-        write_blobs(conn, header[0], blobs)
-        add_fresh(fresh, header[0], _NODE_STORED, (pair[0],), set(blobs))
-    finish = response.finish_reason
-    found[response_id] = (
-        started,
-        anchor,
-        _COLUMN_REST
-        % (
-            header[2],
-            _TEXTS.get((header[1], model)) or _names(header[1], model),
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            cost,
-            (latency + 500) // 1000,
-            _TEXTS.get(finish) or _text(finish),
-            tail,
-            shape[0],
-        ),
-    )
+    blobs = {digest: body for digest, body in shape[1] if digest not in known}
+    write_blobs(conn, session_id, blobs)
+    add_fresh(fresh, session_id, _NODE_STORED, (pair[0],), set(blobs))
     return True
 
 
