@@ -98,8 +98,9 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
             window: MessageWindow = context_window(  # type: ignore[assignment]
                 slot, agent.system_prompt
             )
-            heads = window.head
-            tail = len(slot.messages)
+            # Its head (the system prompt) and its history's length, as the window holds them
+            # (read as they are: no property or length call on the turn's path).
+            heads, tail = window._head, window._stop
             tools = agent.tool_specs
             counter = recorder.counter  # HTTP backends count their retries here
             if RETRIES.get() is not counter:
