@@ -26,7 +26,6 @@ __all__ = [
     "digest_of",
     "forget",
     "interned",
-    "known_blobs",
     "message_body",
     "tools_body",
     "write_blobs",
@@ -111,19 +110,6 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
 
 
 _LAST: list[tuple[object, Interned] | None] = [None]
-
-
-def known_blobs(conn: sqlite3.Connection, session_id: str) -> set[str] | None:
-    """``interned(conn).known(conn, session_id)`` in one call (a turn's commit asks once;
-    with no write's blobs to confirm, nothing is read): ``None`` when ``conn`` is not a
-    SQLite connection."""
-    last = _LAST[0]
-    state = last[1] if last is not None and last[0] is conn else interned(conn)
-    if state is None:
-        return None
-    if state.tentative:  # a write's new blobs: confirmed first (one read)
-        return state.known(conn, session_id)
-    return state.confirmed.get(session_id, NOTHING)
 
 
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"

@@ -42,8 +42,9 @@ from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store._call_blobs import (
+    _LAST,
+    NOTHING,
     interned,
-    known_blobs,
     message_body,
     tools_body,
     write_blobs,
@@ -202,10 +203,15 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
             header = turn.header
-            if known is None:
-                known = known_blobs(conn, header[0])
-                if known is None:
+            if known is None:  # what this connection knows of the session's stored blobs
+                last = _LAST[0]  # (the connection of the previous write, as a rule)
+                state = last[1] if last is not None and last[0] is conn else interned(conn)
+                if state is None:  # not SQLite
                     return found, fresh, count
+                if state.tentative:  # a write's new blobs: confirmed first (one read)
+                    known = state.known(conn, header[0])
+                else:
+                    known = state.confirmed.get(header[0], NOTHING)
             # Its call column straight from the tuple, as ``(call start, anchor, the column
             # after its first value)``: the chain insert finishes it with the answer's node
             # key, or drops it if the answer is not placed right after the request's history
