@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from agcore_lab.agent.agent import Agent
 from agcore_lab.agent.events import ToolCallStarted, ToolResultReady, TurnEvent
@@ -95,9 +95,12 @@ async def _ask(agent: Agent, draft: TurnDraft, stream: bool) -> AsyncIterator[Tu
             # The usual call, noted as one tuple with no probe (see llm/turn_calls.py); its
             # request is a Full slot's context window: the system prompt, then a window over
             # the whole history.
-            window = cast(MessageWindow, context_window(slot, agent.system_prompt))
-            heads = window.head
-            tail = len(slot.messages)
+            window: MessageWindow = context_window(  # type: ignore[assignment]
+                slot, agent.system_prompt
+            )
+            # Its head (the system prompt) and its history's length, as the window holds them
+            # (read as they are: no property or length call on the turn's path).
+            heads, tail = window._head, window._stop
             tools = agent.tool_specs
             counter = recorder.counter  # HTTP backends count their retries here
             if RETRIES.get() is not counter:

@@ -26,9 +26,9 @@ __all__ = [
     "digest_of",
     "forget",
     "interned",
-    "known_blobs",
     "message_body",
     "tools_body",
+    "write_blobs",
 ]
 
 TOOLS = TypeAdapter(list[ToolSpec])
@@ -56,10 +56,13 @@ class Interned:
     A blob this connection inserted is only tentative until its write is known to have
     committed: the next write of the session checks that the call row it came with is
     stored (one read, once per new blob set: the call's ``call_rows`` row, or the node row a
-    turn's common call rides on). Deleting a session's calls here (prune,
-    delete) forgets its blobs; a commit by any other connection or process (which may have
-    pruned calls and cleaned up the blobs they used) forgets everything — SQLite's
-    ``PRAGMA data_version`` says whether one happened, one cheap read per write.
+    turn's common call rides on). Each blob is written with a pin to its session
+    (``call_blob_pins``, schema 13, see :func:`write_blobs`), and the blob clean-up spares
+    pinned blobs: so a blob confirmed here stays stored while its session lives, whatever
+    other connections or processes do (they may prune the session's calls and delete other
+    sessions: the pin keeps the blob; deleting the session itself makes its next commit
+    fail). No read per write is needed. Deleting a session's calls here (prune, delete)
+    forgets its blobs.
     """
 
     def __init__(self) -> None:
@@ -67,22 +70,15 @@ class Interned:
         # session -> (a query that finds a row of the write the blobs came with, its
         # parameters, the blobs)
         self.tentative: dict[str, tuple[str, tuple[object, ...], set[str]]] = {}
-        self.version: int | None = None
-        self._cursor: sqlite3.Cursor | None = None  # one per connection: no cursor per write
 
     def known(self, conn: sqlite3.Connection, session_id: str) -> set[str]:
-        cursor = self._cursor
-        if cursor is None:
-            cursor = self._cursor = conn.cursor()
-        version = cursor.execute("PRAGMA data_version").fetchone()[0]
-        if version != self.version:  # another writer was here: know nothing
-            self.version = version
-            self.confirmed.clear()
-        pending = self.tentative.pop(session_id, None)
-        if pending is not None:
-            stored = conn.execute(pending[0], pending[1]).fetchone()
-            if stored is not None:
-                self.confirmed.setdefault(session_id, set()).update(pending[2])
+        tentative = self.tentative
+        if tentative:
+            pending = tentative.pop(session_id, None)
+            if pending is not None:
+                stored = conn.execute(pending[0], pending[1]).fetchone()
+                if stored is not None:
+                    self.confirmed.setdefault(session_id, set()).update(pending[2])
         return self.confirmed.get(session_id, NOTHING)
 
     def forget(self, session_id: str) -> None:
@@ -116,12 +112,18 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
 _LAST: list[tuple[object, Interned] | None] = [None]
 
 
-def known_blobs(conn: sqlite3.Connection, session_id: str) -> set[str] | None:
-    """``interned(conn).known(conn, session_id)`` in one call (a turn's commit asks once):
-    ``None`` when ``conn`` is not a SQLite connection."""
-    last = _LAST[0]
-    state = last[1] if last is not None and last[0] is conn else interned(conn)
-    return state.known(conn, session_id) if state is not None else None
+_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
+_PIN = "INSERT OR IGNORE INTO call_blob_pins (session_id, hash) VALUES (?, ?)"
+
+
+def write_blobs(
+    conn: sqlite3.Connection, session_id: str, blobs: dict[str, str], *, pin: bool = True
+) -> None:
+    """Store ``blobs`` (content address -> body) for ``session_id``'s calls and, on SQLite
+    (``pin``), pin them to the session in the same write (see :class:`Interned`)."""
+    conn.executemany(_INSERT_BLOB, list(blobs.items()))
+    if pin:
+        conn.executemany(_PIN, [(session_id, digest) for digest in blobs])
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:

@@ -58,6 +58,7 @@ from agcore_lab.store._call_blobs import (
     interned,
     message_body,
     tools_body,
+    write_blobs,
 )
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import ids_of_session
@@ -155,7 +156,6 @@ def add_fresh(
     fresh[session_id] = (check, params, blobs | before[2] if before is not None else blobs)
 
 
-_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 # A request hash left for the reader to derive from the stored parts (zero bytes).
 UNHASHED = b""
 
@@ -289,7 +289,7 @@ def insert_calls(
         blobs = {}
         rows.append(_row(note, homes or {}, known[sid], blobs))
         if blobs:
-            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            write_blobs(conn, sid, blobs, pin=state is not None)  # pins: SQLite only
             add_fresh(fresh, sid, _ROW_STORED, (sid, note.call_id), set(blobs))
     conn.executemany(insert, rows)
     if state is not None:

@@ -18,10 +18,12 @@ from agcore_lab.store._calls_lean_rows import (
 
 __all__ = ["delete_calls_of_checkpoints", "delete_session_calls"]
 
-# On SQLite ``model_calls`` is the view over both places, so one statement covers both.
+# On SQLite ``model_calls`` is the view over both places, so one statement covers both; a
+# blob pinned to a session stays while the session lives (schema 13, see _call_blobs.Interned).
 _ORPHAN_BLOBS = """
 DELETE FROM call_blobs WHERE hash NOT IN (
-    SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
+    SELECT hash FROM call_blob_pins
+    UNION SELECT p.value FROM model_calls c, json_each(c.parts_json, '$.p') p
     UNION SELECT p.value FROM model_calls c, json_each(c.parts_json, '$[2]') p
     UNION SELECT json_extract(parts_json, '$.T') FROM model_calls
         WHERE json_extract(parts_json, '$.T') IS NOT NULL
@@ -30,6 +32,7 @@ DELETE FROM call_blobs WHERE hash NOT IN (
     UNION SELECT json_extract(parts_json, '$[1]') FROM model_calls
         WHERE json_extract(parts_json, '$[1]') IS NOT NULL)
 """
+_UNPIN = "DELETE FROM call_blob_pins WHERE session_id = ?"
 _ORPHAN_BLOBS_PG = """
 DELETE FROM call_blobs WHERE hash NOT IN (
     SELECT p.value FROM model_calls c,
@@ -89,11 +92,13 @@ def delete_calls_of_checkpoints(
 
 
 def delete_session_calls(conn: sqlite3.Connection, session_id: str) -> None:
-    """Delete every call of a session (and the blobs no other call uses)."""
+    """Delete every call of a session and its blob pins (and the blobs no other call or
+    session uses)."""
     forget(conn, session_id)
     table = calls_table(conn)
     count = conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,)).rowcount
     if not _postgres(conn):
         count += forget_node_calls(conn, session_id)
+        count += conn.execute(_UNPIN, (session_id,)).rowcount
     if count:
         _drop_orphan_blobs(conn)

@@ -41,7 +41,14 @@ from agcore_lab.llm.messages import Message
 from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
-from agcore_lab.store._call_blobs import interned, known_blobs, message_body, tools_body
+from agcore_lab.store._call_blobs import (
+    _LAST,
+    NOTHING,
+    interned,
+    message_body,
+    tools_body,
+    write_blobs,
+)
 from agcore_lab.store._calls import (
     Fresh,
     _detail,
@@ -57,7 +64,6 @@ from agcore_lab.store.base import LinkRecord
 __all__ = ["NodeCalls", "node_calls"]
 
 _MASK = (1 << 20) - 1
-_INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _NODE_STORED = "SELECT 1 FROM chain_nodes WHERE node = ? AND call IS NOT NULL"
 
 # What a turn's commit writes on node rows: message id -> its row's ``call`` column, or
@@ -85,7 +91,8 @@ def _names(slot_id: str, model: str) -> str:
     return found
 
 
-_Shape = tuple[str, tuple[tuple[str, str], ...]]
+# (the parts after the tail count, the blobs they name as (digest, body), their digests)
+_Shape = tuple[str, tuple[tuple[str, str], ...], frozenset[str]]
 
 
 def _suffix(note: CallNote, count: int) -> _Shape | None:
@@ -133,8 +140,9 @@ def _shape(
         assert whole.startswith("[1,")
         if len(_SUFFIXES) >= 1_000:
             _SUFFIXES.clear()
-        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), (heads, tuple(tools)))
-    shape = (found[0], found[1])
+        digests = frozenset(digest for digest, _ in blobs)
+        found = _SUFFIXES[key] = (whole[2:], tuple(blobs), digests, (heads, tuple(tools)))
+    shape = (found[0], found[1], found[2])
     # The injected labels are compared by identity: the usual ones are a shared dict
     # (SYSTEM_PROMPT_ONLY) or None; the heads and tools are held here (their ids stay theirs).
     _HOT[0] = (injected, heads, list(tools), shape)
@@ -148,7 +156,9 @@ _HOT: list[tuple[object, tuple[Message, ...], list[ToolSpec], _Shape] | None] = 
 
 
 # (labels, head ids, 0, tool ids) -> (the parts after the tail count, their blobs, the objects)
-_SUFFIXES: dict[tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], object]] = {}
+_SUFFIXES: dict[
+    tuple[object, ...], tuple[str, tuple[tuple[str, str], ...], frozenset[str], object]
+] = {}
 
 
 def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) -> str:
@@ -156,7 +166,7 @@ def _parts(note: CallNote, tail: int, known: set[str], blobs: dict[str, str]) ->
     if tail:
         shape = _suffix(note, count)
         if shape is not None:
-            suffix, named = shape
+            suffix, named, _ = shape
             for digest, body in named:
                 if digest not in known:
                     blobs[digest] = body
@@ -174,11 +184,13 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     conn: sqlite3.Connection,
     calls: Sequence[ModelCall | CallNote],
     links: Sequence[LinkRecord],
-) -> tuple[NodeCalls, Fresh]:
+) -> tuple[NodeCalls, Fresh, int]:
     """The ``call`` column of the answers' node rows for the calls of a turn's commit that
     ride there (their recorder marked them ``rides``, and the answer is placed right after
-    the request's history), by answer id; and the blobs written for them here (those the
-    store may not hold), for ``insert_calls(fresh=...)``. The other calls are left out."""
+    the request's history), by answer id; the blobs written for them here (those the
+    store may not hold), for ``insert_calls(fresh=...)``; and how many calls there are (a
+    recorder's length, read here from its entries: no call of its own). The other calls are
+    left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
     state = None
@@ -186,14 +198,67 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
     turn: TurnCalls | None = calls if TurnCalls in type(calls).__mro__ else None  # type: ignore[assignment]
     entries: Sequence[ModelCall | CallNote | QuickCall] = calls if turn is None else turn.entries
+    count = len(entries)
     for index, note in enumerate(entries):
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
-            if known is None:
-                known = known_blobs(conn, turn.header[0])
-                if known is None:
-                    return found, fresh
-            if _quick(conn, known, turn.header, note, found, fresh):
+            header = turn.header
+            if known is None:  # what this connection knows of the session's stored blobs
+                last = _LAST[0]  # (the connection of the previous write, as a rule)
+                state = last[1] if last is not None and last[0] is conn else interned(conn)
+                if state is None:  # not SQLite
+                    return found, fresh, count
+                if state.tentative:  # a write's new blobs: confirmed first (one read)
+                    known = state.known(conn, header[0])
+                else:
+                    known = state.confirmed.get(header[0], NOTHING)
+            # Its call column straight from the tuple, as ``(call start, anchor, the column
+            # after its first value)``: the chain insert finishes it with the answer's node
+            # key, or drops it if the answer is not placed right after the request's history
+            # (:func:`~agcore_lab.store._sqlite_chains.insert_new`). Inline: this is the
+            # turn's path. The plainest shape only; any other takes its note, below.
+            _, heads, tail, tools, model, anchor, started, latency, reply, cost = note
+            message, usage = reply.message, reply.usage
+            injected = SYSTEM_PROMPT_ONLY if heads else None
+            hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
+            shape = (
+                hot[3]
+                if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]
+                else None
+            )
+            # (cost - cost is 0.0 for a finite float only: the row's REAL column takes what
+            # JSON cannot)
+            if (
+                type(cost) is float
+                and cost - cost == 0.0
+                and usage.requests == 1
+                and anchor is not None
+                and tools
+                and tail
+                and REPLAYED_KEY not in message.metadata
+                and (shape is not None or (shape := _shape(injected, heads, tools)) is not None)
+                and (
+                    shape[2] <= known
+                    or _first_blobs(conn, known, header[0], shape, message.id, fresh)
+                )
+            ):
+                finish = reply.finish_reason
+                found[message.id] = (
+                    started,
+                    anchor,
+                    _COLUMN_REST
+                    % (
+                        header[2],
+                        _TEXTS.get((header[1], model)) or _names(header[1], model),
+                        usage.prompt_tokens,
+                        usage.completion_tokens,
+                        cost,
+                        (latency + 500) // 1000,
+                        _TEXTS.get(finish) or _text(finish),
+                        tail,
+                        shape[0],
+                    ),
+                )
                 continue
             note = turn[index]  # any other shape: its note, written as below
         if not isinstance(note, CallNote) or not note.rides:
@@ -218,7 +283,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if known is None or note.session_id != (turn.header[0] if turn else None):
             state = interned(conn)
             if state is None:
-                return found, fresh
+                return found, fresh, count
             known = state.known(conn, note.session_id)
         blobs: dict[str, str] = {}
         shape = _suffix(note, len(note.request) - tail) if tail else None
@@ -230,7 +295,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         else:
             parts = _parts(note, tail, known, blobs)
         if blobs:
-            conn.executemany(_INSERT_BLOB, list(blobs.items()))
+            write_blobs(conn, note.session_id, blobs)
             add_fresh(fresh, note.session_id, _NODE_STORED, (call_key + offset,), set(blobs))
         usage, started = note.usage, note.started_ns  # started: the id's clock, as a rule
         rare = ""
@@ -245,7 +310,7 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
             f"{(note.latency_ns + 500) // 1000},"
             f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
         )
-    return found, fresh
+    return found, fresh, count
 
 
 # The call column of a turn's usual call after its first value (see the module docstring):
@@ -253,67 +318,23 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
 _COLUMN_REST = ",%d,%s,%d,%d,%r,0,%d,%s,[%d%s]"
 
 
-def _quick(
+def _first_blobs(
     conn: sqlite3.Connection,
     known: set[str],
-    header: tuple[str, str, int, str],
-    entry: QuickCall,
-    found: NodeCalls,
+    session_id: str,
+    shape: _Shape,
+    response_id: str,
     fresh: Fresh,
 ) -> bool:
-    """Put ``entry``'s call column into ``found`` straight from the tuple (and write its
-    blobs), as ``(call start, anchor, the column after its first value)``: the chain insert
-    finishes it with the answer's node key and drops it if the answer is not placed right
-    after the request's history (:func:`~agcore_lab.store._sqlite_chains.insert_new`).
-    ``False`` (nothing written) for any shape but the plainest: its note then takes it."""
-    _, heads, tail, tools, model, anchor, started, latency, response, cost = entry
-    message, usage = response.message, response.usage
-    # cost - cost is 0.0 for a finite float only (the row's REAL column takes what JSON cannot)
-    if type(cost) is not float or cost - cost != 0.0 or usage.requests != 1:
+    """Write the blobs of a usual call's ``shape`` that ``known`` lacks (a session's first
+    call, as a rule), to be confirmed with the answer's node row; ``False`` (nothing
+    written) if the answer's id is not of the usual form."""
+    pair = split_id(response_id, MESSAGE)
+    if pair is None:
         return False
-    if anchor is None or not tools or REPLAYED_KEY in message.metadata:
-        return False
-    if not tail:
-        return False
-    injected = SYSTEM_PROMPT_ONLY if heads else None
-    hot = _HOT[0]  # the shape of the previous call, as a rule this one's too (see _shape)
-    if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]:
-        shape = hot[3]
-    else:
-        found_shape = _shape(injected, heads, tools)
-        if found_shape is None:
-            return False
-        shape = found_shape
-    response_id = message.id
-    blobs = None
-    for digest, body in shape[1]:
-        if digest not in known:  # the session's first call, as a rule
-            if blobs is None:
-                blobs = {}
-            blobs[digest] = body
-    if blobs:
-        pair = split_id(response_id, MESSAGE)
-        if pair is None:
-            return False
-        conn.executemany(_INSERT_BLOB, list(blobs.items()))
-        add_fresh(fresh, header[0], _NODE_STORED, (pair[0],), set(blobs))
-    finish = response.finish_reason
-    found[response_id] = (
-        started,
-        anchor,
-        _COLUMN_REST
-        % (
-            header[2],
-            _TEXTS.get((header[1], model)) or _names(header[1], model),
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            cost,
-            (latency + 500) // 1000,
-            _TEXTS.get(finish) or _text(finish),
-            tail,
-            shape[0],
-        ),
-    )
+    blobs = {digest: body for digest, body in shape[1] if digest not in known}
+    write_blobs(conn, session_id, blobs)
+    add_fresh(fresh, session_id, _NODE_STORED, (pair[0],), set(blobs))
     return True
 
 

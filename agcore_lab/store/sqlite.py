@@ -98,6 +98,8 @@ __all__ = ["SqliteStore"]
 
 T = TypeVar("T")
 
+_NO_CALLS: tuple[()] = ()  # a commit's calls when recording is off
+
 
 # The columns of a slots row, in the order of slot_values.
 
@@ -311,8 +313,10 @@ class SqliteStore(PendingOperations):
                 conn, session, holder=lease_holder, now=utcnow(), release=release_lease
             )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
-            count = len(calls)
-            riding, fresh = node_calls(conn, calls, links) if count else ({}, {})
+            # (``()`` when recording is off: no call at all; else the count comes from there)
+            riding, fresh, count = (
+                node_calls(conn, calls, links) if calls is not _NO_CALLS else ({}, {}, 0)
+            )
             renamed = insert_chain(conn, sid, messages, links, riding)
             if count:
                 rest = (

@@ -46,6 +46,9 @@ Progress = Callable[[str, int, int], None]
 
 # Not state: bookkeeping of each store, and the change feed.
 _OWN = {"agcore_schema", "change_log", "sqlite_sequence"}
+# Each store's own, not copied (cleared with the rest by ``force``): a SQLite file's blob pins
+# (schema 13) are written by its own connections as they use the blobs.
+_PER_STORE = {"call_blob_pins"}
 # Copied through the backends' readers and writers, not row by row.
 _VECTORS = {"vector_namespaces", "vector_docs", "vector_blocks", "vectors"}
 _GRAPHS = ("kg_entities", "kg_entity_tags", "kg_relations")
@@ -287,7 +290,7 @@ def _copy(
         if _is_pg(read):  # one snapshot of every table (must be the first statement)
             read.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         src_tables, dst_tables = _tables(read), _tables(write)
-        plain = sorted(src_tables - _OWN - _VECTORS - set(_GRAPHS))
+        plain = sorted(src_tables - _OWN - _VECTORS - set(_GRAPHS) - _PER_STORE)
         missing = [t for t in plain if t not in dst_tables]
         if missing:
             raise StorageError(

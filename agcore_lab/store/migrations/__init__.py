@@ -17,6 +17,7 @@ from collections.abc import Callable
 from agcore_lab.errors import StorageError
 from agcore_lab.store._vectors import move_vectors_into_blocks
 from agcore_lab.store.migrations._run import run as _run
+from agcore_lab.store.migrations.blob_pins import m013_blob_pins as _m013_blob_pins
 from agcore_lab.store.migrations.lean import m011_lean_layout as _m011_lean_layout
 from agcore_lab.store.migrations.lean_calls import m012_lean_calls as _m012_lean_calls
 
@@ -404,6 +405,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m010_checkpoint_id_index,
     _m011_lean_layout,
     _m012_lean_calls,
+    _m013_blob_pins,
 ]
 
 

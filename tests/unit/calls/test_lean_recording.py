@@ -130,9 +130,59 @@ def test_a_cleanup_by_another_writer_leaves_no_call_without_its_parts(tmp_path: 
     someone = Agent(name="x", model=ScriptedModel(["hi"]))
     gone = AgentSession(someone, bundle=RuntimeBundle(store=other))
     gone.submit_turn_sync("hello")
-    other.delete_session(gone.session_id)  # ...and cleans up the blobs no call uses now
-    assert other.connection.execute("SELECT count(*) FROM call_blobs").fetchone()[0] == 0
+    other.delete_session(gone.session_id)  # ...and cleans up the blobs no call uses now...
+    blobs = "SELECT count(*) FROM call_blobs"
+    # ...but those pinned to a session that lives (schema 13): the tools and the prompt.
+    assert other.connection.execute(blobs).fetchone()[0] == 2
     manager.submit_turn_sync(sid, "after the cleanup")
     calls = manager.model_calls_sync(sid)  # the new turn's calls: their parts read back
     assert calls and all([t.name for t in c.tools] == ["add"] for c in calls)
     assert all(c.request_messages[0].text == "You add." for c in calls)
+    manager.destroy_sync(sid)  # the session goes: its pins, and then its blobs
+    assert other.connection.execute(blobs).fetchone()[0] == 0
+
+
+_CLEANER = """
+import sys
+from agcore_lab import Agent, AgentSession, RuntimeBundle, ScriptedModel, SqliteStore
+path, sid = sys.argv[1], sys.argv[2]
+store = SqliteStore(path)
+store.delete_checkpoints(sid)  # every call of the live session goes...
+other = AgentSession(
+    Agent(name="o", system_prompt="You add.", model=ScriptedModel(["hi"])),
+    bundle=RuntimeBundle(store=store),
+)
+other.submit_turn_sync("hello")  # ...and a session sharing its prompt comes and goes
+store.delete_session(other.session_id)
+print(store.connection.execute("SELECT count(*) FROM call_blobs").fetchone()[0])
+"""
+
+
+def test_another_process_pruning_and_cleaning_up_leaves_the_live_sessions_blobs(
+    tmp_path: Path,
+) -> None:
+    # This process's connection knows the session's blobs are stored and does not look again
+    # (no read per commit): another process prunes all the session's calls and deletes a
+    # session that used the same prompt, which cleans up the blobs no call uses. The blobs
+    # the live session pinned stay, so its next calls read back whole.
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.db"
+    manager, sid, heard = _run(path, listen=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLEANER, str(path), sid],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == ["2"]  # the tools and the prompt: pinned to the session
+    assert manager.model_calls_sync(sid) == []
+    for number in range(3):
+        manager.submit_turn_sync(sid, f"after the cleanup {number}")
+    calls = manager.model_calls_sync(sid)
+    assert len(calls) >= 3
+    assert all([t.name for t in c.tools] == ["add"] for c in calls)
+    assert all(c.request_messages[0].text == "You add." for c in calls)
+    assert [c.request_hash for c in calls] == heard.hashes[-len(calls) :]  # as the model saw it

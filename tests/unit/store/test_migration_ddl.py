@@ -78,3 +78,25 @@ def test_schema_twelve_is_the_calls_on_nodes_layout_written_down(tmp_path: Path)
     assert kinds["model_calls"] == "view" and kinds["call_rows"] == "table"
     nodes = next(sql for _, name, _, sql in got if name == "chain_nodes")
     assert nodes.rstrip().endswith("call TEXT)")  # the one column the turn's row gains
+
+
+GOLDEN_13 = GOLDEN.with_name("schema_m013.json")
+
+
+def test_schema_thirteen_adds_the_blob_pins_and_changes_nothing_else(tmp_path: Path) -> None:
+    # tests/data/schema_m013.json: a fresh file at schema 13 (issue 15: a session pins the call
+    # blobs it wrote, so a commit needs no data_version read). Add a migration, not an edit.
+    golden = json.loads(GOLDEN_13.read_text(encoding="utf-8"))
+    got = _schema_after(13, tmp_path / "fresh.db")
+    assert got == golden
+    twelve = json.loads(GOLDEN_12.read_text(encoding="utf-8"))
+    assert [row for row in got if row not in twelve] == [
+        [
+            "table",
+            "call_blob_pins",
+            "call_blob_pins",
+            "CREATE TABLE call_blob_pins (\n    session_id TEXT NOT NULL,\n"
+            "    hash       TEXT NOT NULL,\n    PRIMARY KEY (session_id, hash)\n) WITHOUT ROWID",
+        ]
+    ]
+    assert [row for row in twelve if row not in got] == []
