@@ -302,3 +302,35 @@ def test_bulk_blocks_nest_and_truncate_even_when_they_raise(tmp_path: Path) -> N
     assert len(SqliteVectorStore(path, "v")) == 3000  # the add had committed
     store.add(_docs(3000, "after"), rng.standard_normal((3000, 384), dtype=np.float32))
     assert _wal_bytes(path) < 1_000_000  # outside a block, each bulk write truncates again
+
+
+def test_bulk_in_a_session_stores_file_truncates_once_and_keeps_its_sessions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lab.db"
+    sessions = SqliteStore(path)
+    store = SqliteVectorStore(sessions, "v")  # the session store's own 4 KiB pages
+    assert _page_size(store) == 4096
+    rng = np.random.default_rng(8)
+    batch = 3000  # 4.6 MB a batch: each alone would truncate the log after it
+    seen, logs = [], []
+    with store.bulk():
+        for k in range(3):
+            store.add(_docs(batch, f"b{k}-"), rng.standard_normal((batch, 384), dtype=np.float32))
+            logs.append(_wal_bytes(path))
+            if k == 1:  # the session store still writes in the block, seen by others
+                sessions.create_session(SessionRecord(session_id="ses_bulk", agent_name="a"))
+                out = subprocess.run(
+                    [sys.executable, "-c", COUNT, str(path)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=60,
+                ).stdout
+                seen.append(int(out))
+    assert seen == [2 * batch]
+    assert all(size > 4_000_000 for size in logs), logs  # not truncated inside the block
+    assert _wal_bytes(path) < 1_000_000  # truncated when the block ended
+    assert store.file_rows() == 3 * batch == len(SqliteVectorStore(sessions, "v"))
+    assert [s.session_id for s in SqliteStore(path).list_sessions()] == ["ses_bulk"]
+    assert sessions.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
