@@ -253,6 +253,18 @@ COUNT = (
 )
 
 
+def _count_elsewhere(path: Path) -> int:
+    """How many vectors of namespace ``v`` another real process reads in ``path``."""
+    out = subprocess.run(
+        [sys.executable, "-c", COUNT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return int(out)
+
+
 def _wal_bytes(path: Path) -> int:
     wal = Path(f"{path}-wal")
     return wal.stat().st_size if wal.exists() else 0
@@ -270,14 +282,7 @@ def test_bulk_truncates_the_log_once_when_the_block_ends(tmp_path: Path) -> None
             store.add(_docs(batch, f"b{k}-"), rng.standard_normal((batch, 384), dtype=np.float32))
             logs.append(_wal_bytes(path))
             if k == 1:  # another process sees every committed batch while the block is open
-                out = subprocess.run(
-                    [sys.executable, "-c", COUNT, str(path)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    timeout=60,
-                ).stdout
-                seen.append(int(out))
+                seen.append(_count_elsewhere(path))
         with pytest.raises(ConflictError):  # a failed add in the block writes nothing
             store.add(_docs(1, "b0-"), rng.standard_normal((1, 384), dtype=np.float32))
     assert seen == [2 * batch]
@@ -320,14 +325,7 @@ def test_bulk_in_a_session_stores_file_truncates_once_and_keeps_its_sessions(
             logs.append(_wal_bytes(path))
             if k == 1:  # the session store still writes in the block, seen by others
                 sessions.create_session(SessionRecord(session_id="ses_bulk", agent_name="a"))
-                out = subprocess.run(
-                    [sys.executable, "-c", COUNT, str(path)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    timeout=60,
-                ).stdout
-                seen.append(int(out))
+                seen.append(_count_elsewhere(path))
     assert seen == [2 * batch]
     assert all(size > 4_000_000 for size in logs), logs  # not truncated inside the block
     assert _wal_bytes(path) < 1_000_000  # truncated when the block ended
