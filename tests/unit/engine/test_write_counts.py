@@ -243,6 +243,20 @@ def test_checkpoint_records_are_what_a_validation_of_their_fields_gives(tmp_path
     assert (made[0].memory_version, made[0].turn_index, made[1].turn_index) == (0, 0, 1)
 
 
+def _dispatch_four(store: SqliteStore) -> tuple[SessionManager, list[object], list[str]]:
+    # Four tasks under the default limit in a new store: its manager, the results, and every
+    # statement the dispatch ran.
+    manager = SessionManager(store)
+    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
+    statements = _writes(store)
+    results = manager.dispatch_all_sync(
+        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
+    )
+    store.connection.set_trace_callback(None)
+    return manager, list(results), statements
+
+
 def _transactions(statements: list[str]) -> list[list[str]]:
     # The statements of each write transaction, in order.
     done: list[list[str]] = []
@@ -265,14 +279,7 @@ def test_children_made_together_are_one_write_and_take_no_lease_of_their_own(
     # (rows, start checkpoints, turn leases); their turns take no lease of their own, and
     # each one's commit is one write.
     store = SqliteStore(tmp_path / "all.db")
-    manager = SessionManager(store)
-    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
-    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
-    statements = _writes(store)
-    results = manager.dispatch_all_sync(
-        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
-    )
-    store.connection.set_trace_callback(None)
+    manager, results, statements = _dispatch_four(store)
     writes = _transactions(statements)
     creates = [w for w in writes if any(s.startswith("INSERT INTO sessions") for s in w)]
     assert len(creates) == 1
@@ -347,15 +354,7 @@ def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -
     # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent,
     # memory version and ids in one read, the turn's and checkpoint's change rows in one INSERT,
     # and an UPDATE that leaves the parent (and its index) alone.
-    store = SqliteStore(tmp_path / "kinds.db")
-    manager = SessionManager(store)
-    lead = manager.create_sync(Agent(name="lead", model=ScriptedModel()))
-    worker = Agent(name="w", model=ScriptedModel(lambda messages: "ok"))
-    statements = _writes(store)
-    results = manager.dispatch_all_sync(
-        lead, [(worker, f"t{i}") for i in range(4)], DispatchConfig()
-    )
-    store.connection.set_trace_callback(None)
+    _, results, statements = _dispatch_four(SqliteStore(tmp_path / "kinds.db"))
     assert all(isinstance(r, SubTaskResult) for r in results)
     create, *commits = _transactions(statements)
 
