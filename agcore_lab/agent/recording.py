@@ -265,11 +265,17 @@ class CallProbe(CallNote):
         recorder.abandon()
 
 
+_NO_PRICES = PriceTable()
+_NO_LISTENERS: list[CallListener] = []  # shared, never appended to: a recorder only reads it
+
+
 class CallRecorder(TurnCalls):
     """Collects the model calls of one turn (or one summary) of a session; as a sequence, its
     calls as notes (a :class:`~agcore_lab.llm.turn_calls.TurnCalls`: what the store writes).
 
-    Made for every turn: its attributes are slots, set once.
+    Made for every turn. The class holds the defaults of a turn's recorder with no redactor
+    and no listener (what :func:`recorder_for` makes on a turn's path, setting only the rest);
+    the session, slot, turn index and kind are read from ``header``.
 
     Args:
         store: Where :meth:`abandon` writes the calls of a failed turn.
@@ -282,23 +288,20 @@ class CallRecorder(TurnCalls):
         listeners: Called with each kept call (live views, telemetry).
     """
 
-    __slots__ = (
-        "_slot_lens",
-        "_written",
-        "base_head",
-        "base_len",
-        "counter",
-        "eager_hash",
-        "kind",
-        "listeners",
-        "prices",
-        "quick",
-        "redactor",
-        "session_id",
-        "slot_id",
-        "store",
-        "turn_index",
-    )
+    store: Store
+    base_head: str | None
+    base_len: int
+    counter: list[int]
+    _slot_lens: list[int]
+    prices: PriceTable = _NO_PRICES
+    redactor: CallRedactor | None = None
+    listeners: list[CallListener] = _NO_LISTENERS
+    # A redactor or a listener sees a full record: hash each request as it is sent.
+    eager_hash = False
+    # A turn's usual calls need no probe: the turn notes them as bare tuples (``quick``:
+    # whether it may), counting their retries in ``counter`` (see agent/turn.py).
+    quick = True
+    _written = False
 
     def __init__(
         self,
@@ -313,25 +316,40 @@ class CallRecorder(TurnCalls):
         listeners: Sequence[CallListener] = (),
     ) -> None:
         self.store = store
-        self.session_id = session_id
-        self.slot_id = slot.slot_id
+        self.header: tuple[str, str, int, CallKind] = (session_id, slot.slot_id, turn_index, kind)
         self.base_head = slot.head_node_id
         self.base_len = len(slot.messages)
-        self.turn_index = turn_index
-        self.kind: CallKind = kind
-        self.header: tuple[str, str, int, CallKind] = (session_id, self.slot_id, turn_index, kind)
-        self.prices = prices or _NO_PRICES
-        self.redactor = redactor
-        self.listeners = list(listeners) if listeners else _NO_LISTENERS
-        # A redactor or a listener sees a full record: hash each request as it is sent.
+        if prices is not None:
+            self.prices = prices
+        if redactor is not None:
+            self.redactor = redactor
+        if listeners:
+            self.listeners = list(listeners)
         self.eager_hash = redactor is not None or bool(listeners)
-        # A turn's usual calls need no probe: the turn notes them as bare tuples (``quick``:
-        # whether it may), counting their retries in ``counter`` (see agent/turn.py).
         self.quick = kind == "turn" and not self.eager_hash
         self.counter = [0]
         self.entries = []  # what the store writes (see CallNote, TurnCalls)
-        self._slot_lens: list[int] = []
-        self._written = False
+        self._slot_lens = []
+
+    @property
+    def session_id(self) -> str:
+        """The session whose calls these are."""
+        return self.header[0]
+
+    @property
+    def slot_id(self) -> str:
+        """The slot the turn works on."""
+        return self.header[1]
+
+    @property
+    def turn_index(self) -> int:
+        """The turn's number."""
+        return self.header[2]
+
+    @property
+    def kind(self) -> CallKind:
+        """``turn``, ``summary`` or ``merge``."""
+        return self.header[3]
 
     @property
     def notes(self) -> CallRecorder:
@@ -450,8 +468,6 @@ def _error_text(exc: BaseException) -> str:
     return f"{kind}: {exc}" if str(exc) else kind
 
 
-_NO_PRICES = PriceTable()
-_NO_LISTENERS: list[CallListener] = []  # shared, never appended to: a recorder only reads it
 _FULL = SlotMode.Full
 
 
@@ -478,6 +494,20 @@ def recorder_for(
     bundle = session.bundle
     if not (bundle.record_calls and session.agent.record_calls):
         return None
+    if kind == "turn" and bundle.call_redactor is None and not bundle.call_listeners:
+        # ``CallRecorder(bundle.store, ...)`` with the class's defaults: only what differs
+        # is set (this runs for every turn).
+        recorder: CallRecorder = _new(CallRecorder)
+        recorder.store = bundle.store
+        recorder.header = (session.session_id, slot.slot_id, turn_index, "turn")
+        recorder.base_head = slot.head_node_id
+        recorder.base_len = len(slot.messages)
+        if bundle.prices is not None:
+            recorder.prices = bundle.prices
+        recorder.counter = [0]
+        recorder.entries = []
+        recorder._slot_lens = []
+        return recorder
     return CallRecorder(
         bundle.store,
         session.session_id,
@@ -488,3 +518,6 @@ def recorder_for(
         redactor=bundle.call_redactor,
         listeners=bundle.call_listeners,
     )
+
+
+_new = object.__new__
