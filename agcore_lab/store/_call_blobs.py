@@ -12,6 +12,7 @@ import hashlib
 import operator
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -111,6 +112,12 @@ def interned(conn: sqlite3.Connection) -> Interned | None:
 
 _LAST: list[tuple[object, Interned] | None] = [None]
 
+# A turn's usual call shape whose blobs a connection knows confirmed stored for a session,
+# as ``((connection, session, slot, model, head messages), tools, (shape, names))`` (see
+# ``_calls_lean``): the session's next usual calls take it with one comparison. Cleared
+# wherever a connection forgets a session's blobs (:func:`forget`).
+_MEMO: list[tuple[tuple[object, ...], list[ToolSpec], Any] | None] = [None]
+
 
 _INSERT_BLOB = "INSERT OR IGNORE INTO call_blobs (hash, body) VALUES (?, ?)"
 _PIN = "INSERT OR IGNORE INTO call_blob_pins (session_id, hash) VALUES (?, ?)"
@@ -127,6 +134,8 @@ def write_blobs(
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:
+    """Forget what ``conn`` knows of ``session_id``'s stored blobs (its calls were deleted)."""
+    _MEMO[0] = None
     state = interned(conn)
     if state is not None:
         state.forget(session_id)

@@ -42,8 +42,7 @@ from agcore_lab.llm.replay import REPLAYED_KEY
 from agcore_lab.llm.turn_calls import QuickCall, TurnCalls
 from agcore_lab.llm.window import MessageWindow
 from agcore_lab.store._call_blobs import (
-    _LAST,
-    NOTHING,
+    _MEMO,
     interned,
     message_body,
     tools_body,
@@ -193,7 +192,6 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
     left out."""
     found: NodeCalls = {}
     fresh: Fresh = {}
-    state = None
     known: set[str] | None = None
     # (the class, or a subclass such as the call recorder: no ABC instance check on this path)
     turn: TurnCalls | None = calls if TurnCalls in type(calls).__mro__ else None  # type: ignore[assignment]
@@ -203,29 +201,13 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
         if type(note) is tuple:  # a turn's usual call, as the turn noted it (TurnCalls)
             assert turn is not None
             header = turn.header
-            if known is None:  # what this connection knows of the session's stored blobs
-                last = _LAST[0]  # (the connection of the previous write, as a rule)
-                state = last[1] if last is not None and last[0] is conn else interned(conn)
-                if state is None:  # not SQLite
-                    return found, fresh, count
-                if state.tentative:  # a write's new blobs: confirmed first (one read)
-                    known = state.known(conn, header[0])
-                else:
-                    known = state.confirmed.get(header[0], NOTHING)
+            _, heads, tail, tools, model, anchor, started, latency, reply, cost = note
+            message, usage = reply.message, reply.usage
             # Its call column straight from the tuple, as ``(call start, anchor, the column
             # after its first value)``: the chain insert finishes it with the answer's node
             # key, or drops it if the answer is not placed right after the request's history
             # (:func:`~agcore_lab.store._sqlite_chains.insert_new`). Inline: this is the
             # turn's path. The plainest shape only; any other takes its note, below.
-            _, heads, tail, tools, model, anchor, started, latency, reply, cost = note
-            message, usage = reply.message, reply.usage
-            injected = SYSTEM_PROMPT_ONLY if heads else None
-            hot = _HOT[0]  # the shape of the previous call, as a rule this one's too
-            shape = (
-                hot[3]
-                if hot is not None and injected is hot[0] and heads == hot[1] and tools == hot[2]
-                else None
-            )
             # (cost - cost is 0.0 for a finite float only: the row's REAL column takes what
             # JSON cannot)
             if (
@@ -233,33 +215,42 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
                 and cost - cost == 0.0
                 and usage.requests == 1
                 and anchor is not None
-                and tools
                 and tail
                 and REPLAYED_KEY not in message.metadata
-                and (shape is not None or (shape := _shape(injected, heads, tools)) is not None)
-                and (
-                    shape[2] <= known
-                    or _first_blobs(conn, known, header[0], shape, message.id, fresh)
-                )
             ):
-                finish = reply.finish_reason
-                found[message.id] = (
-                    started,
-                    anchor,
-                    _COLUMN_REST
-                    % (
-                        header[2],
-                        _TEXTS.get((header[1], model)) or _names(header[1], model),
-                        usage.prompt_tokens,
-                        usage.completion_tokens,
-                        cost,
-                        (latency + 500) // 1000,
-                        _TEXTS.get(finish) or _text(finish),
-                        tail,
-                        shape[0],
-                    ),
-                )
-                continue
+                # The session's usual shape on this connection, its blobs confirmed stored
+                # (``_MEMO``): as a rule this call's too. (The tools compared item by item:
+                # the list may have changed since.)
+                key = (conn, header[0], header[1], model, heads)
+                memo = _MEMO[0]
+                if memo is not None and memo[0] == key and tools == memo[1]:
+                    usual: tuple[_Shape, str] | None = memo[2]
+                else:
+                    if known is None:  # what this connection knows of the session's blobs
+                        state = interned(conn)
+                        if state is None:  # not SQLite
+                            return found, fresh, count
+                        known = state.known(conn, header[0])
+                    usual = _usual_shape(conn, known, key, tools, message.id, fresh)
+                if usual is not None:
+                    finish = reply.finish_reason
+                    found[message.id] = (
+                        started,
+                        anchor,
+                        _COLUMN_REST
+                        % (
+                            header[2],
+                            usual[1],
+                            usage.prompt_tokens,
+                            usage.completion_tokens,
+                            cost,
+                            (latency + 500) // 1000,
+                            _TEXTS.get(finish) or _text(finish),
+                            tail,
+                            usual[0][0],
+                        ),
+                    )
+                    continue
             note = turn[index]  # any other shape: its note, written as below
         if not isinstance(note, CallNote) or not note.rides:
             continue
@@ -336,6 +327,29 @@ def _first_blobs(
     write_blobs(conn, session_id, blobs)
     add_fresh(fresh, session_id, _NODE_STORED, (pair[0],), set(blobs))
     return True
+
+
+def _usual_shape(
+    conn: sqlite3.Connection,
+    known: set[str],
+    key: tuple[object, str, str, str, tuple[Message, ...]],
+    tools: Sequence[ToolSpec],
+    response_id: str,
+    fresh: Fresh,
+) -> tuple[_Shape, str] | None:
+    """The shape of a usual call (``key``: its connection, session, slot, model and head
+    messages) and its slot and model names as JSON, with the blobs ``known`` lacks written
+    (:func:`_first_blobs`); ``None`` for a call of another shape. A shape whose blobs were
+    all confirmed stored already is kept in ``_MEMO`` for the session's next calls."""
+    heads = key[4]
+    shape = _shape(SYSTEM_PROMPT_ONLY if heads else None, heads, tools) if tools else None
+    if shape is None:
+        return None
+    usual = (shape, _names(key[2], key[3]))
+    if shape[2] <= known:  # all confirmed: pinned to the session (see Interned)
+        _MEMO[0] = (key, list(tools), usual)
+        return usual
+    return usual if _first_blobs(conn, known, key[1], shape, response_id, fresh) else None
 
 
 def _rare(note: CallNote) -> str:

@@ -18,6 +18,7 @@ from agcore_lab.llm.messages import AssistantMessage, Message, UserMessage
 from agcore_lab.llm.turn_calls import TurnCalls, quick_note
 from agcore_lab.llm.usage import Usage
 from agcore_lab.llm.window import MessageWindow
+from agcore_lab.store._call_blobs import forget
 
 
 def add(a: int, b: int) -> int:
@@ -203,3 +204,65 @@ def test_a_call_column_reads_the_same_through_the_view(tmp_path: Path) -> None:
     assert rows == [
         (c.call_id, c.turn_index, c.usage.prompt_tokens, round(c.latency_s * 1e6)) for c in calls
     ]
+
+
+def mul(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+def test_each_call_records_the_tools_and_prompt_it_was_sent_as_they_change(
+    tmp_path: Path,
+) -> None:
+    # The store keeps the shape of a session's usual call between its turns (the tools and
+    # head messages it names): a call whose tools or system prompt changed must not take it.
+    store = SqliteStore(tmp_path / "shapes.db")
+    first = Agent(name="q", system_prompt="You add.", model=ScriptedModel(_script), tools=[add])
+    session = AgentSession(first, store=store)
+    session.submit_turn_sync("hi 0")
+    session.submit_turn_sync("hi 1")
+    # The same tool list object, changed in place between two turns.
+    first.tool_map.update(Agent(name="m", tools=[mul]).tool_map)
+    session.submit_turn_sync("hi 2")
+    other = AgentSession(
+        Agent(name="o", system_prompt="You multiply.", model=ScriptedModel(_script), tools=[mul]),
+        store=store,
+    )
+    for number in range(3, 5):  # two sessions taking turns on one connection
+        other.submit_turn_sync(f"hi {number}")
+        session.submit_turn_sync(f"hi {number}")
+    calls = store.list_calls(session.session_id)
+    assert [tuple(t.name for t in c.tools) for c in calls] == [
+        ("add",),
+        ("add",),
+        ("add", "mul"),
+        ("add", "mul"),
+        ("add", "mul"),
+    ]
+    assert {c.request_messages[0].text for c in calls} == {"You add."}
+    others = store.list_calls(other.session_id)
+    assert [tuple(t.name for t in c.tools) for c in others] == [("mul",), ("mul",)]
+    assert {c.request_messages[0].text for c in others} == {"You multiply."}
+    assert _riding(store) == len(calls) + len(others)  # each rode on its answer's row
+
+
+def test_a_connection_told_to_forget_a_sessions_blobs_writes_them_with_its_next_call(
+    tmp_path: Path,
+) -> None:
+    # What deleting a session's calls does (``_call_blobs.forget``): the next usual call of
+    # the session no longer counts on the blobs, kept shape or not, and writes them again.
+    session, _ = _run(tmp_path / "forget.db")
+    store = session.store
+    assert isinstance(store, SqliteStore)
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    try:
+        session.submit_turn_sync("hi 5")
+        assert not [s for s in statements if "call_blobs" in s]
+        forget(store.connection, session.session_id)
+        session.submit_turn_sync("hi 6")
+    finally:
+        store.connection.set_trace_callback(None)
+    assert [s for s in statements if s.startswith("INSERT OR IGNORE INTO call_blobs")]
+    last = store.list_calls(session.session_id)[-1]
+    assert last.request_messages[0].text == "You add." and [t.name for t in last.tools] == ["add"]
