@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import sqlite3
 from pathlib import Path
-from types import TracebackType
 
 from agcore_lab.errors import AgcoreError, CorruptRecordError, InvalidInputError, StorageError
 
@@ -104,12 +103,7 @@ class decoding:  # (lower case: used as ``with decoding(table, key):``, as a fun
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
         if exc is None or isinstance(exc, AgcoreError):
             return
         if isinstance(exc, (ValueError, TypeError, KeyError)):
