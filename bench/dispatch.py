@@ -13,7 +13,10 @@ new file; the median of ``--warm`` runs):
   inside the store's methods (SQL, encoding rows: the store's share, measured by timing every
   outermost store call), so the rest is the engine's own Python;
 - how much of the CPU went to Python's garbage collector (part of "the rest");
-- the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child.
+- the write transactions (SQLite ``BEGIN IMMEDIATE``) and all SQL statements per child,
+  counted in a dispatch of their own after the timed ones: the driver's statement trace
+  formats every statement with its values, which costs more CPU than some of the statements
+  themselves, so the timed runs are not traced (the counts are the same in every run).
 
 Children are made ``limit`` at a time in one write (with their turn leases), the next group
 while the lanes wait for their models, so the writes per child are a little over 1 (its
@@ -25,8 +28,11 @@ instead runs N alternating pairs in this process: the children's turns as one co
 (``submit_turn``, what a dispatch runs) and the same turns driven through the streaming path's
 async generators (``stream=False``), and prints each one's CPU per child.
 
+``--trace-timed`` traces the timed runs as well (how this bench measured before: their CPU
+and wall then include the trace's).
+
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
-    [--no-record-calls] [--turn-paths N]
+    [--no-record-calls] [--turn-paths N] [--trace-timed]
 """
 
 from __future__ import annotations
@@ -106,7 +112,10 @@ async def run(
     db: Path,
     *,
     record_calls: bool = True,
+    trace: bool = False,
 ) -> Run:
+    """One dispatch on a new file ``db``; ``trace``: count its statements (see the module
+    docstring; a traced run's CPU includes the trace's)."""
     store = SqliteStore(db)
     manager = SessionManager(store)
     lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
@@ -118,7 +127,8 @@ async def run(
     clock, collector = _StoreClock(store), _GcClock()
     gc.callbacks.append(collector)
     statements: list[str] = []
-    store.connection.set_trace_callback(statements.append)
+    if trace:
+        store.connection.set_trace_callback(statements.append)
     started, cpu = time.perf_counter(), time.process_time()
     results = await manager.dispatch_all(
         lead,
@@ -171,7 +181,12 @@ async def bare_lanes(tasks: int, limit: int, latency: float) -> float:
 
 
 def _report(
-    name: str, runs: list[Run], floor: float, lanes: float, args: argparse.Namespace
+    name: str,
+    runs: list[Run],
+    counted: Run,
+    floor: float,
+    lanes: float,
+    args: argparse.Namespace,
 ) -> list[str]:
     ideal = args.tasks / args.limit * args.latency
     wall = statistics.median(r.wall for r in runs)
@@ -180,8 +195,7 @@ def _report(
     per_child = (statistics.median(r.cpu for r in runs) - floor) / args.tasks
     store = statistics.median(r.store_cpu for r in runs) / args.tasks
     collected = statistics.median(r.gc_cpu for r in runs) / args.tasks
-    writes = statistics.median(r.writes for r in runs) / args.tasks
-    statements = statistics.median(r.statements for r in runs) / args.tasks
+    writes, statements = counted.writes / args.tasks, counted.statements / args.tasks
     peak = min(r.peak for r in runs)
     one = runs[0]
     print(f"{name} ({len(runs)} run{'s' if len(runs) > 1 else ''}, median):")
@@ -200,7 +214,7 @@ def _report(
     )
     print(
         f"  write transactions per child: {writes:.2f}; SQL statements per "
-        f"child: {statements:.1f}; completed: {one.ok}/{args.tasks}"
+        f"child: {statements:.1f} (counted in a traced run); completed: {one.ok}/{args.tasks}"
     )
     overhead = [f"{'PASS' if ratio <= 1.05 else 'MISS'} {name} overhead"] if ideal else []
     return [
@@ -263,6 +277,11 @@ def main() -> None:
     parser.add_argument(
         "--turn-paths", type=int, default=0, help="A/B pairs: coroutine chain vs generators"
     )
+    parser.add_argument(
+        "--trace-timed",
+        action="store_true",
+        help="trace the timed runs' statements too (their CPU then includes the trace's)",
+    )
     args = parser.parse_args()
     record = not args.no_record_calls
     if args.turn_paths:
@@ -274,18 +293,15 @@ def main() -> None:
         f"model-call records: {'on' if record else 'off'}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [
-            asyncio.run(
-                run(
-                    args.tasks,
-                    args.limit,
-                    args.latency,
-                    Path(tmp) / f"d{i}.db",
-                    record_calls=record,
-                )
+
+        def one(name: str, trace: bool) -> Run:
+            db = Path(tmp) / f"{name}.db"
+            return asyncio.run(
+                run(args.tasks, args.limit, args.latency, db, record_calls=record, trace=trace)
             )
-            for i in range(1 + max(0, args.warm))
-        ]
+
+        runs = [one(f"d{i}", args.trace_timed) for i in range(1 + max(0, args.warm))]
+        counted = runs[-1] if args.trace_timed else one("counted", True)
     floor = statistics.median(
         asyncio.run(bare(args.tasks, args.limit, args.latency)) for _ in range(3)
     )
@@ -296,9 +312,9 @@ def main() -> None:
         f"bare asyncio floor: {floor * 1000:.1f} ms CPU for the whole schedule; as lanes that "
         f"only sleep: {lanes:.3f} s wall"
     )
-    verdicts = _report("cold", runs[:1], floor, lanes, args)
+    verdicts = _report("cold", runs[:1], counted, floor, lanes, args)
     if len(runs) > 1:
-        verdicts += _report("warm", runs[1:], floor, lanes, args)
+        verdicts += _report("warm", runs[1:], counted, floor, lanes, args)
     print(", ".join(verdicts))
 
 

@@ -185,11 +185,14 @@ def insert_chain(
     messages: Sequence[Message],
     links: Sequence[LinkRecord],
     calls: dict[str, str | tuple[int, str, str]] | None = None,
+    seed: tuple[bool, int | None] | None = None,
 ) -> dict[str, str]:
     """Insert new messages (already-stored ids are skipped) and the links that place them.
 
     ``calls`` (SQLite): message id -> the ``call`` column of its node row (see
-    ``_calls_lean``); on return it holds only the ones written (all, or none).
+    ``_calls_lean``); on return it holds only the ones written (all, or none). ``seed``
+    (SQLite): what the node keys read first, read already in this transaction
+    (``_sessions.NodeSeed``).
 
     A link whose ``node_id`` is its ``message_id`` places a message at home (on its row);
     any other link becomes a ``message_links`` row. When a message sent again is already at
@@ -201,7 +204,9 @@ def insert_chain(
     Raises:
         StorageError: A node that exists already would be written again.
     """
-    if not _postgres(conn) and lean.insert_new(conn, session_id, messages, links, _row, calls):
+    if not _postgres(conn) and lean.insert_new(
+        conn, session_id, messages, links, _row, calls, seed
+    ):
         return {}  # a turn's new messages, in one insert
     if calls:
         calls.clear()  # the careful way keeps no call on a node row

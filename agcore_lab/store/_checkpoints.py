@@ -141,12 +141,34 @@ _INSERT_STATE = "INSERT OR IGNORE INTO slot_states (state_hash, state_json) VALU
 
 
 def _state(slot: SlotRecord) -> tuple[str, str]:
-    # A slot's state (what a checkpoint restores of it) as its digest and its JSON text.
+    # A slot's state (what a checkpoint restores of it) as its digest and its JSON text;
+    # the same state recurs (a session's every checkpoint, the children made together), so
+    # each distinct one is serialized and hashed once. The key holds each value's type and
+    # the time's text: values that compare equal but serialize apart (1 and True, one
+    # moment in two time zones) get their own entries.
+    values = [getattr(slot, name) for name in _SLOT_STATE_FIELDS]
+    kinds = tuple(map(type, values))
+    try:
+        values[5], values[7] = tuple(values[5]), values[7].isoformat()  # pins, created_at
+        key: tuple[Any, ...] | None = (*values, kinds)
+        known = _STATES.get(key)  # type: ignore[arg-type]
+    except (TypeError, AttributeError):  # not the usual values (a constructed record)
+        key = known = None
+    if known is not None:
+        return known
     state = slot.model_dump(mode="json", include=set(_SLOT_STATE_FIELDS))
     if state["merge_strategy"] is None:  # absent, as in states stored before it existed
         del state["merge_strategy"]
     text = compact(state)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest(), text
+    known = hashlib.blake2b(text.encode(), digest_size=8).hexdigest(), text
+    if key is not None:
+        if len(_STATES) >= 1_000:
+            _STATES.clear()
+        _STATES[key] = known
+    return known
+
+
+_STATES: dict[tuple[Any, ...], tuple[str, str]] = {}  # slot state -> (digest, JSON text)
 
 
 def _state_hash(conn: sqlite3.Connection, slot: SlotRecord) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import TypeAdapter
 
@@ -23,6 +23,7 @@ from agcore_lab.store.base import SessionRecord
 
 __all__ = [
     "SESSION_COLUMNS",
+    "NodeSeed",
     "acquire_lease",
     "check_writable",
     "insert_session",
@@ -204,14 +205,27 @@ _UPDATE_CAS_RELEASE = (
     f"UPDATE sessions SET {_SET}, version = version + 1, lease_holder = NULL, "
     f"lease_expires_at = NULL WHERE {_WRITABLE} RETURNING 1"
 )
+# (A turn's commit inserts its messages next: the update also reads what that insert looks
+# up first, whether any node id is kept as text and the session's number; see NodeSeed.)
+_SEED = (
+    " RETURNING (SELECT 1 FROM text_ids LIMIT 1), "
+    "(SELECT key FROM session_keys WHERE session_keys.session_id = sessions.session_id)"
+)
 _KEPT_CAS = (
     f"UPDATE sessions SET {_SET_KEEPING_PARENT}, version = version + 1 "
-    f"WHERE {_WRITABLE}{_KEEPS_PARENT} RETURNING 1"
+    f"WHERE {_WRITABLE}{_KEEPS_PARENT}{_SEED}"
 )
 _KEPT_CAS_RELEASE = (
     f"UPDATE sessions SET {_SET_KEEPING_PARENT}, version = version + 1, lease_holder = NULL, "
-    f"lease_expires_at = NULL WHERE {_WRITABLE}{_KEEPS_PARENT} RETURNING 1"
+    f"lease_expires_at = NULL WHERE {_WRITABLE}{_KEEPS_PARENT}{_SEED}"
 )
+
+
+NodeSeed: TypeAlias = tuple[bool, int | None]
+"""What a SQLite turn commit's session update read for the message insert after it: whether
+any node id is kept as text (``text_ids``) and the session's number (``session_keys``), so
+the insert does not read them again (``Keys(seed=...)``, :mod:`agcore_lab.store._sqlite_nodes`).
+"""
 
 
 def update_session_leased(
@@ -221,10 +235,11 @@ def update_session_leased(
     holder: str | None,
     now: datetime,
     release: bool = False,
-) -> int:
+) -> tuple[int, NodeSeed | None]:
     """:func:`update_session` in one statement when the write may go ahead (the usual case),
-    and with ``release`` giving ``holder``'s lease up in the same statement. A refused write
-    reads the row to say why, as ``update_session`` does."""
+    and with ``release`` giving ``holder``'s lease up in the same statement; the new version,
+    and on SQLite the :data:`NodeSeed` the same statement read (``None`` otherwise). A
+    refused write reads the row to say why, as ``update_session`` does."""
     values = _values(record)[1:]
     stamp = now.isoformat()
     where = (record.session_id, record.version, holder, stamp)
@@ -232,18 +247,19 @@ def update_session_leased(
     if getattr(conn, "dialect", "sqlite") != "postgresql":  # the parent kept (see _KEPT_CAS)
         kept = (*values[:1], *values[2:])
         statement = _KEPT_CAS_RELEASE if releasing else _KEPT_CAS
-        if conn.execute(statement, (*kept, *where, record.parent_id)).fetchall():
-            return record.version + 1
+        found = conn.execute(statement, (*kept, *where, record.parent_id)).fetchall()
+        if found:  # (fetchall: a RETURNING statement is run to its end)
+            return record.version + 1, (found[0][0] is not None, found[0][1])
     if releasing:
         done = conn.execute(_UPDATE_CAS_RELEASE, (*values, *where)).fetchall()
     else:
         done = conn.execute(_UPDATE_CAS, (*values, *where)).fetchall()
     if done:
-        return record.version + 1
+        return record.version + 1, None
     version = update_session(conn, record, holder=holder, now=now)  # raises why it is refused
     if release and holder is not None:
         release_lease(conn, record.session_id, holder)
-    return version
+    return version, None
 
 
 def acquire_lease(

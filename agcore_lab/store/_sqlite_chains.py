@@ -107,6 +107,7 @@ def insert_new(
     links: Sequence[LinkRecord],
     row: Callable[[Message, str, LinkRecord | None], tuple[Any, ...]],
     calls: dict[str, str | tuple[int, str, str]] | None = None,
+    seed: tuple[bool, int | None] | None = None,
 ) -> bool:
     """A turn's common case of ``insert_chain`` in one insert: new messages with ``new_id``
     ids placed at home, no other links, no id kept as text. The insert fails as a whole
@@ -118,13 +119,14 @@ def insert_new(
     when it returns ``True``; a column given as ``(call start, anchor, the rest)`` is finished
     here with the row's key (its first value: the key's distance from the call's start, and
     the row's random digits), or left out of ``calls`` (not written) if the row's parent is
-    not ``anchor`` or the distance is not in ``[0, MAX_CALL_OFFSET)``.
+    not ``anchor`` or the distance is not in ``[0, MAX_CALL_OFFSET)``. ``seed``: what
+    ``Keys`` reads first, read already in this transaction (``_sessions.NodeSeed``).
     """
     fresh = _fresh(messages, links)
     if fresh is None:
         return False
     homes, pairs = fresh
-    keys = Keys(conn, session_id)
+    keys = Keys(conn, session_id, seed)
     if keys.any_text():
         return False
     known = keys.known

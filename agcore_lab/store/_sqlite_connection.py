@@ -14,8 +14,9 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agcore_lab.errors import StorageError
@@ -89,7 +90,6 @@ class SqliteConnection:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    @contextmanager
     def _write(
         self,
         *,
@@ -98,25 +98,11 @@ class SqliteConnection:
         pending: Sequence[str] = (),
         shares: bool = False,
         collects: bool = False,
-    ) -> Iterator[sqlite3.Connection]:
+    ) -> AbstractContextManager[sqlite3.Connection]:
         # What the write touches (session rows, memory logs, pending calls; whether it points
         # at rows other sessions own, or deletes such rows) is declared for backends with row
         # locks (PostgresStore). SQLite needs none of it: BEGIN IMMEDIATE serializes writers.
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise driver_error("cannot start a write", exc, self.path) from exc
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as exc:
-                self._rollback()
-                if isinstance(exc, sqlite3.Error):
-                    raise driver_error("write failed", exc, self.path) from exc
-                if isinstance(exc, STORE_VALUE_ERRORS):
-                    raise value_error(exc) from exc
-                raise
+        return _WriteTransaction(self)
 
     def _rollback(self) -> None:
         # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): ROLLBACK would then
@@ -209,3 +195,51 @@ class SqliteConnection:
                 raise driver_error("read failed", exc, self.path) from exc
             except STORE_VALUE_ERRORS as exc:
                 raise value_error(exc) from exc
+
+
+class _WriteTransaction:
+    """One ``BEGIN IMMEDIATE`` write of a :class:`SqliteConnection`, under its lock: committed
+    when the block ends, rolled back if it raises (the error as the store raises it). A
+    plain context manager, not a generator one: every write of the store enters it."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SqliteConnection) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._conn.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            store._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise driver_error("cannot start a write", exc, store.path) from exc
+            raise
+        return store._conn
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        store = self._store
+        try:
+            if exc is None:
+                try:
+                    store._conn.execute("COMMIT")
+                    return
+                except BaseException as failed:
+                    exc = failed
+                    if not isinstance(failed, sqlite3.Error):
+                        store._rollback()
+                        raise
+            store._rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise driver_error("write failed", exc, store.path) from exc
+            if isinstance(exc, STORE_VALUE_ERRORS):
+                raise value_error(exc) from exc
+        finally:
+            store._lock.release()

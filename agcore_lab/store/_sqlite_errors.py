@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from agcore_lab.errors import AgcoreError, CorruptRecordError, InvalidInputError, StorageError
@@ -89,22 +87,33 @@ def surrogate_error(exc: UnicodeError) -> InvalidInputError:
     )
 
 
-@contextmanager
-def decoding(table: str, key: object) -> Iterator[None]:
+class decoding:  # (lower case: used as ``with decoding(table, key):``, as a function was)
     """Turn a JSON / date / validation failure while decoding a row into a
     :class:`~agcore_lab.errors.CorruptRecordError` (a ``StorageError``, and 422 for a service)
-    naming the table and the row."""
-    try:
-        yield
-    except AgcoreError:
-        raise
-    except (ValueError, TypeError, KeyError) as exc:
-        raise CorruptRecordError(
-            f"a row of table {table!r} is corrupted and cannot be read ({type(exc).__name__}: "
-            f"{str(exc)[:200]}); restore the file from a backup or delete that row",
-            table=table,
-            key=str(key),
-        ) from exc
+    naming the table and the row.
+
+    A plain context manager, not a generator one: every locked read of the store enters it.
+    """
+
+    __slots__ = ("key", "table")
+
+    def __init__(self, table: str, key: object) -> None:
+        self.table, self.key = table, key
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        if exc is None or isinstance(exc, AgcoreError):
+            return
+        if isinstance(exc, (ValueError, TypeError, KeyError)):
+            raise CorruptRecordError(
+                f"a row of table {self.table!r} is corrupted and cannot be read "
+                f"({type(exc).__name__}: {str(exc)[:200]}); restore the file from a backup or "
+                "delete that row",
+                table=self.table,
+                key=str(self.key),
+            ) from exc
 
 
 def check_timeout(timeout: object) -> float:

@@ -52,20 +52,30 @@ def _in(conn: sqlite3.Connection, sql: str, keys: Sequence[Any]) -> list[Any]:
 class Keys:
     """Node keys of text ids, within one write transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str | None = None,
+        seed: tuple[bool, int | None] | None = None,
+    ) -> None:
         self.conn = conn
         self.known: dict[str, int] = {}
         self.sessions: dict[str, int] = {}
         self._texts: bool | None = None
-        if session_id is not None:  # both in one statement: a turn's commit asks for both
+        if session_id is None:
+            return
+        if seed is None:  # both in one statement: a turn's commit asks for both
             texts, session = conn.execute(
                 "SELECT (SELECT 1 FROM text_ids LIMIT 1), "
                 "(SELECT key FROM session_keys WHERE session_id = ?)",
                 (session_id,),
             ).fetchone()
-            self._texts = texts is not None
-            if session is not None:
-                self.sessions[session_id] = int(session)
+            seed = (texts is not None, session)
+        # ``seed``: the same two, read in this transaction by the statement before
+        # (_sessions.NodeSeed: the turn commit's session update)
+        self._texts = seed[0]
+        if seed[1] is not None:
+            self.sessions[session_id] = int(seed[1])
 
     def session(self, session_id: str) -> int:
         """The number of ``session_id`` (made if it has none)."""

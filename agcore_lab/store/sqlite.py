@@ -309,7 +309,7 @@ class SqliteStore(PendingOperations):
         encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
-            version = update_session_leased(
+            version, seed = update_session_leased(
                 conn, session, holder=lease_holder, now=utcnow(), release=release_lease
             )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
@@ -317,7 +317,7 @@ class SqliteStore(PendingOperations):
             riding, fresh, count = (
                 node_calls(conn, calls, links) if calls is not _NO_CALLS else ({}, {}, 0)
             )
-            renamed = insert_chain(conn, sid, messages, links, riding)
+            renamed = insert_chain(conn, sid, messages, links, riding, seed)
             if count:
                 rest = (
                     ()

@@ -353,7 +353,8 @@ def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -
     # The group's write: one slot state (shared by the group), one read of the sessions'
     # numbers, no lookup per start checkpoint. Each child's commit: its checkpoint's parent,
     # memory version and ids in one read, the turn's and checkpoint's change rows in one INSERT,
-    # and an UPDATE that leaves the parent (and its index) alone.
+    # and an UPDATE that leaves the parent (and its index) alone and reads what the message
+    # insert looks up first.
     _, results, statements = _dispatch_four(SqliteStore(tmp_path / "kinds.db"))
     assert all(isinstance(r, SubTaskResult) for r in results)
     create, *commits = _transactions(statements)
@@ -377,6 +378,8 @@ def test_a_dispatch_childs_writes_are_the_statements_they_need(tmp_path: Path) -
         assert "parent_id = " not in update.split(" WHERE ")[0]
         assert count(commit, "SELECT (SELECT 1 FROM checkpoint_ids LIMIT 1)") == 0  # in the base
         assert count(commit, "INSERT OR IGNORE INTO slot_states") == 0  # the start's state
-        # 8 statements (schema 13: no PRAGMA data_version for the call's blobs); the first
+        # the message insert's lookups (text ids, the session's number) read by the UPDATE
+        assert count(commit, "SELECT (SELECT 1 FROM text_ids LIMIT 1)") == 0
+        # 7 statements (schema 13: no PRAGMA data_version for the call's blobs); the first
         # commit also numbers the model's name ("scripted").
-        assert len(commit) == (10 if commit is commits[0] else 8)
+        assert len(commit) == (9 if commit is commits[0] else 7)

@@ -42,3 +42,37 @@ def test_a_message_sent_again_beside_a_new_one_is_stored_once() -> None:
     conn = store.connection
     assert conn.execute("SELECT count(*) FROM chain_nodes").fetchone()[0] == 3
     assert conn.execute("SELECT count(*) FROM text_ids").fetchone()[0] == 0
+
+
+def test_a_turn_after_a_message_kept_by_its_text_id_links_to_it() -> None:
+    # An id not made by new_id (an imported history's) is kept as text; the next turn's
+    # insert must find it there (what the commit's session update reads for the insert).
+    store = SqliteStore(":memory:")
+    record = SessionRecord(session_id="ses_b", agent_name="a")
+    store.create_session(record)
+    imported = UserMessage(id="imported-1", content="from elsewhere")
+    store.commit(
+        record,
+        messages=[imported],
+        links=[
+            LinkRecord(node_id=imported.id, parent_node_id=None, message_id=imported.id, depth=0)
+        ],
+        slots=[SlotRecord(session_id="ses_b", slot_id="main", head_node_id=imported.id)],
+    )
+    conn = store.connection
+    assert conn.execute("SELECT count(*) FROM text_ids").fetchone()[0] == 1
+    answer = AssistantMessage(content="an answer")
+    store.commit(
+        record.model_copy(update={"version": 1}),
+        messages=[answer],
+        links=[
+            LinkRecord(node_id=answer.id, parent_node_id=imported.id, message_id=answer.id, depth=1)
+        ],
+        slots=[SlotRecord(session_id="ses_b", slot_id="main", head_node_id=answer.id)],
+    )
+    chain = store.load_chain(answer.id)
+    assert [(m.id, m.content) for _, m in chain] == [
+        ("imported-1", "from elsewhere"),
+        (answer.id, "an answer"),
+    ]
+    assert conn.execute("SELECT count(*) FROM text_ids").fetchone()[0] == 1
