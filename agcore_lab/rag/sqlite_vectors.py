@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,12 +40,18 @@ from agcore_lab.store._vectors import (
     truncate_wal,
     vector_file,
 )
+from agcore_lab.store._writeback import early_writeback
 from agcore_lab.store.sqlite import SqliteStore
 
-__all__ = ["BULK_BYTES", "SqliteVectorStore"]
+__all__ = ["BULK_BYTES", "WRITEBACK_BYTES", "SqliteVectorStore"]
 
 BULK_BYTES = 4 << 20
 """A write of more vector bytes than this truncates the write-ahead log after it commits."""
+
+WRITEBACK_BYTES = 1 << 20
+"""A write of more vector bytes than this has the kernel start writing its pages out while it
+runs (:func:`~agcore_lab.store._writeback.early_writeback`), so the syncs of the checkpoint
+after it wait for less."""
 
 _LOG_BYTES = 4 << 20
 """How big the write-ahead log of a file the vector store opened grows before it is folded
@@ -149,7 +155,8 @@ class SqliteVectorStore(InMemoryVectorStore):
     ) -> None:
         if not docs and not gone:
             return
-        with self.store.transaction() as conn:
+        written = vectors.nbytes + len(gone) * 4 * (self._dim or 0)
+        with self._writing(written), self.store.transaction() as conn:
             if gone:
                 delete_vectors(conn, self.namespace, gone)
             if docs:
@@ -167,12 +174,20 @@ class SqliteVectorStore(InMemoryVectorStore):
                     vectors,
                     utcnow().isoformat(),
                 )
-        self._after_write(vectors.nbytes + len(gone) * 4 * (self._dim or 0))
+        self._after_write(written)
 
     def _persist_remove(self, gone: list[str]) -> None:
-        with self.store.transaction() as conn:
+        written = len(gone) * 4 * (self._dim or 0)
+        with self._writing(written), self.store.transaction() as conn:
             delete_vectors(conn, self.namespace, gone)
-        self._after_write(len(gone) * 4 * (self._dim or 0))
+        self._after_write(written)
+
+    def _writing(self, written: int) -> AbstractContextManager[None]:
+        """Around a write of ``written`` vector bytes and its commit: early writeback when it
+        is big (:mod:`agcore_lab.store._writeback`), else nothing."""
+        if written > WRITEBACK_BYTES:
+            return early_writeback(self.store.path)
+        return nullcontext()
 
     def _after_write(self, written: int) -> None:
         if written > BULK_BYTES and self.store.path != ":memory:":
