@@ -8,7 +8,9 @@ then run on the in-memory matrix. Every write goes to SQLite first, in one trans
 only then to memory: a failed write leaves both the file and the memory as they were. After a
 write of more than :data:`BULK_BYTES` the write-ahead log is folded into the file and
 truncated, so the file and its log stay close to the raw bytes (inside
-:meth:`SqliteVectorStore.bulk`, once, when the block ends).
+:meth:`SqliteVectorStore.bulk`, once, when the block ends). While a write of more than
+:data:`WRITEBACK_BYTES` runs, the kernel is asked to start writing its pages to the disk
+(:mod:`agcore_lab.store._writeback`), so the syncs of the checkpoint after it wait for less.
 
 Given a path instead of a store, the vector store opens the file itself, and a file it makes
 gets pages of :data:`~agcore_lab.store._vectors.VECTOR_PAGE_SIZE` (64 KiB) instead of 4 KiB:
@@ -207,6 +209,8 @@ class SqliteVectorStore(InMemoryVectorStore):
         stays about as big as the largest write; truncating it after every write made each
         next one grow it again on fresh pages. The block may nest (the outermost one
         truncates) and is entered by any thread; it truncates even when it ends by raising.
+        It is the way to make many big adds into a session store's file (4 KiB pages): the
+        log's regrowth after each truncation costs most there.
 
         Example:
             >>> import tempfile, pathlib
