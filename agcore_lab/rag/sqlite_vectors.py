@@ -8,7 +8,9 @@ then run on the in-memory matrix. Every write goes to SQLite first, in one trans
 only then to memory: a failed write leaves both the file and the memory as they were. After a
 write of more than :data:`BULK_BYTES` the write-ahead log is folded into the file and
 truncated, so the file and its log stay close to the raw bytes (inside
-:meth:`SqliteVectorStore.bulk`, once, when the block ends).
+:meth:`SqliteVectorStore.bulk`, once, when the block ends). While a write of more than
+:data:`WRITEBACK_BYTES` runs, the kernel is asked to start writing its pages to the disk
+(:mod:`agcore_lab.store._writeback`), so the syncs of the checkpoint after it wait for less.
 
 Given a path instead of a store, the vector store opens the file itself, and a file it makes
 gets pages of :data:`~agcore_lab.store._vectors.VECTOR_PAGE_SIZE` (64 KiB) instead of 4 KiB:
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,12 +42,18 @@ from agcore_lab.store._vectors import (
     truncate_wal,
     vector_file,
 )
+from agcore_lab.store._writeback import early_writeback
 from agcore_lab.store.sqlite import SqliteStore
 
-__all__ = ["BULK_BYTES", "SqliteVectorStore"]
+__all__ = ["BULK_BYTES", "WRITEBACK_BYTES", "SqliteVectorStore"]
 
 BULK_BYTES = 4 << 20
 """A write of more vector bytes than this truncates the write-ahead log after it commits."""
+
+WRITEBACK_BYTES = 1 << 20
+"""A write of more vector bytes than this has the kernel start writing its pages out while it
+runs (:func:`~agcore_lab.store._writeback.early_writeback`), so the syncs of the checkpoint
+after it wait for less."""
 
 _LOG_BYTES = 4 << 20
 """How big the write-ahead log of a file the vector store opened grows before it is folded
@@ -149,7 +157,8 @@ class SqliteVectorStore(InMemoryVectorStore):
     ) -> None:
         if not docs and not gone:
             return
-        with self.store.transaction() as conn:
+        written = vectors.nbytes + len(gone) * 4 * (self._dim or 0)
+        with self._writing(written), self.store.transaction() as conn:
             if gone:
                 delete_vectors(conn, self.namespace, gone)
             if docs:
@@ -167,12 +176,20 @@ class SqliteVectorStore(InMemoryVectorStore):
                     vectors,
                     utcnow().isoformat(),
                 )
-        self._after_write(vectors.nbytes + len(gone) * 4 * (self._dim or 0))
+        self._after_write(written)
 
     def _persist_remove(self, gone: list[str]) -> None:
-        with self.store.transaction() as conn:
+        written = len(gone) * 4 * (self._dim or 0)
+        with self._writing(written), self.store.transaction() as conn:
             delete_vectors(conn, self.namespace, gone)
-        self._after_write(len(gone) * 4 * (self._dim or 0))
+        self._after_write(written)
+
+    def _writing(self, written: int) -> AbstractContextManager[None]:
+        """Around a write of ``written`` vector bytes and its commit: early writeback when it
+        is big (:mod:`agcore_lab.store._writeback`), else nothing."""
+        if written > WRITEBACK_BYTES:
+            return early_writeback(self.store.path)
+        return nullcontext()
 
     def _after_write(self, written: int) -> None:
         if written > BULK_BYTES and self.store.path != ":memory:":
@@ -192,6 +209,8 @@ class SqliteVectorStore(InMemoryVectorStore):
         stays about as big as the largest write; truncating it after every write made each
         next one grow it again on fresh pages. The block may nest (the outermost one
         truncates) and is entered by any thread; it truncates even when it ends by raising.
+        It is the way to make many big adds into a session store's file (4 KiB pages): the
+        log's regrowth after each truncation costs most there.
 
         Example:
             >>> import tempfile, pathlib
