@@ -61,6 +61,7 @@ class _Recording(Protocol):
     session_id: str
     agent: Agent
     bundle: RuntimeBundle
+    call_retries: list[int] | None
 
 
 __all__ = [
@@ -329,7 +330,13 @@ def recorder_for(
         recorder.base_len = len(slot.messages)
         if bundle.prices is not None:
             recorder.prices = bundle.prices
-        recorder.counter = [0]
+        # The session's own counter (one session's turns never overlap; a turn of another
+        # session, in another task, sets its own), so the turn sets the context variable
+        # HTTP backends count retries in once per task, not for every turn.
+        counter = session.call_retries
+        if counter is None:
+            counter = session.call_retries = [0]
+        recorder.counter = counter
         recorder.entries = []
         recorder._slot_lens = []
         return recorder

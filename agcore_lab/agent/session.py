@@ -95,6 +95,10 @@ class AgentSession(
     # A turn lease taken in the write that created the session (session_batch): (holder,
     # deadline on the monotonic clock). The first turn uses it; any other write gives it up.
     _reserved: tuple[str, float] | None = None
+    # The retry counter of this session's turns' usual calls (made by the first turn's
+    # recorder, see agent/recording.py): one per session, so the context variable backends
+    # count retries in is set once per task, not for every turn.
+    call_retries: list[int] | None = None
 
     def __init__(
         self,

@@ -35,6 +35,7 @@ class ApprovalOperations:
     session_id: str
     agent: Agent
     bundle: RuntimeBundle
+    call_retries: list[int] | None
     turn_index: int
     cost_tracker: CostTracker
     pending_interrupt_id: str | None

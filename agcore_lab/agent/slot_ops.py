@@ -72,6 +72,7 @@ class SlotOperations:
     session_id: str
     agent: Agent
     bundle: RuntimeBundle
+    call_retries: list[int] | None
     turn_index: int
     slots: dict[str, ContextSlot]
     current_slot_id: str

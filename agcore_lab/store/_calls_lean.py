@@ -237,18 +237,9 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
                     found[message.id] = (
                         started,
                         anchor,
-                        _COLUMN_REST
-                        % (
-                            header[2],
-                            usual[1],
-                            usage.prompt_tokens,
-                            usage.completion_tokens,
-                            cost,
-                            (latency + 500) // 1000,
-                            _TEXTS.get(finish) or _text(finish),
-                            tail,
-                            usual[0][0],
-                        ),
+                        f",{header[2]},{usual[1]},{usage.prompt_tokens},"
+                        f"{usage.completion_tokens},{cost!r},0,{(latency + 500) // 1000},"
+                        f"{_TEXTS.get(finish) or _text(finish)},[{tail}{usual[0][0]}]",
                     )
                     continue
             note = turn[index]  # any other shape: its note, written as below
@@ -302,11 +293,6 @@ def node_calls(  # noqa: C901 (one pass on a turn's path: no helper calls for th
             f"{_TEXTS.get(note.finish_reason) or _text(note.finish_reason)},{parts}{rare}]"
         )
     return found, fresh, count
-
-
-# The call column of a turn's usual call after its first value (see the module docstring):
-# one format, floats by repr (the shortest text that reads back as the same float).
-_COLUMN_REST = ",%d,%s,%d,%d,%r,0,%d,%s,[%d%s]"
 
 
 def _first_blobs(

@@ -447,3 +447,45 @@ def test_each_call_counts_its_own_retries(tmp_path: Path) -> None:
     session.submit_turn_sync("again?")  # one call, retried once
     calls = session.store.list_calls(session.session_id)
     assert [c.retries for c in calls] == [2, 0, 1]
+
+
+class _SlowRetrying:
+    """A model whose backend retries each request ``times`` times, yielding to the event loop
+    between retries (so concurrent turns interleave their retries)."""
+
+    model_name = "slow-retrying"
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.inner = ScriptedModel(["ok"] * 4)
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> ChatResponse:
+        for _ in range(self.times):
+            note_retry()
+            await asyncio.sleep(0)
+        return await self.inner.complete(messages, tools=tools)
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[ModelStreamEvent]:
+        return self.inner.stream(messages, tools=tools)
+
+
+def test_concurrent_turns_of_two_sessions_count_their_own_retries(tmp_path: Path) -> None:
+    # A session's turns share one retry counter (agent/recording.py): the turns of another
+    # session, running at the same time in tasks started from the same context, must not
+    # count into it, nor it into theirs.
+    store = SqliteStore(tmp_path / "concurrent.db")
+    three = AgentSession(Agent(name="three", model=_SlowRetrying(3)), store=store)
+    one = AgentSession(Agent(name="one", model=_SlowRetrying(1)), store=store)
+
+    async def run() -> None:
+        await three.submit_turn("first")  # this context's counter is now the session's
+        await asyncio.gather(three.submit_turn("second"), one.submit_turn("first"))
+        await asyncio.gather(one.submit_turn("second"), three.submit_turn("third"))
+
+    asyncio.run(run())
+    assert [c.retries for c in store.list_calls(three.session_id)] == [3, 3, 3]
+    assert [c.retries for c in store.list_calls(one.session_id)] == [1, 1]
