@@ -417,52 +417,23 @@ def test_a_turns_call_row_is_small_with_a_system_prompt_and_tools(tmp_path: Path
 
 
 class _Retrying:
-    """A model whose backend retries its first request twice and its third once."""
+    """A model whose backend retries its ``n``-th request ``schedule.get(n, every)`` times,
+    yielding to the event loop between retries (so concurrent turns interleave theirs)."""
 
     model_name = "retrying"
 
-    def __init__(self) -> None:
-        self.inner = ScriptedModel([ToolCall(name="add", arguments={"a": 1, "b": 2}), "3", "again"])
+    def __init__(
+        self, replies: list[str | ToolCall], schedule: dict[int, int] | None = None, every: int = 0
+    ) -> None:
+        self.inner = ScriptedModel(replies)
+        self.schedule, self.every = schedule or {}, every
         self.requests = 0
 
     async def complete(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
     ) -> ChatResponse:
         self.requests += 1
-        for _ in range({1: 2, 3: 1}.get(self.requests, 0)):
-            note_retry()
-        return await self.inner.complete(messages, tools=tools)
-
-    def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[ModelStreamEvent]:
-        return self.inner.stream(messages, tools=tools)
-
-
-def test_each_call_counts_its_own_retries(tmp_path: Path) -> None:
-    session = AgentSession(
-        Agent(name="r", model=_Retrying(), tools=[add]), store=SqliteStore(tmp_path / "r.db")
-    )
-    session.submit_turn_sync("1 + 2?")  # two calls: retried twice, then not at all
-    session.submit_turn_sync("again?")  # one call, retried once
-    calls = session.store.list_calls(session.session_id)
-    assert [c.retries for c in calls] == [2, 0, 1]
-
-
-class _SlowRetrying:
-    """A model whose backend retries each request ``times`` times, yielding to the event loop
-    between retries (so concurrent turns interleave their retries)."""
-
-    model_name = "slow-retrying"
-
-    def __init__(self, times: int) -> None:
-        self.times = times
-        self.inner = ScriptedModel(["ok"] * 4)
-
-    async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> ChatResponse:
-        for _ in range(self.times):
+        for _ in range(self.schedule.get(self.requests, self.every)):
             note_retry()
             await asyncio.sleep(0)
         return await self.inner.complete(messages, tools=tools)
@@ -473,13 +444,30 @@ class _SlowRetrying:
         return self.inner.stream(messages, tools=tools)
 
 
+def test_each_call_counts_its_own_retries(tmp_path: Path) -> None:
+    session = AgentSession(
+        Agent(
+            name="r",
+            model=_Retrying(
+                [ToolCall(name="add", arguments={"a": 1, "b": 2}), "3", "again"], {1: 2, 3: 1}
+            ),
+            tools=[add],
+        ),
+        store=SqliteStore(tmp_path / "r.db"),
+    )
+    session.submit_turn_sync("1 + 2?")  # two calls: retried twice, then not at all
+    session.submit_turn_sync("again?")  # one call, retried once
+    calls = session.store.list_calls(session.session_id)
+    assert [c.retries for c in calls] == [2, 0, 1]
+
+
 def test_concurrent_turns_of_two_sessions_count_their_own_retries(tmp_path: Path) -> None:
     # A session's turns share one retry counter (agent/recording.py): the turns of another
     # session, running at the same time in tasks started from the same context, must not
     # count into it, nor it into theirs.
     store = SqliteStore(tmp_path / "concurrent.db")
-    three = AgentSession(Agent(name="three", model=_SlowRetrying(3)), store=store)
-    one = AgentSession(Agent(name="one", model=_SlowRetrying(1)), store=store)
+    three = AgentSession(Agent(name="three", model=_Retrying(["ok"] * 3, every=3)), store=store)
+    one = AgentSession(Agent(name="one", model=_Retrying(["ok"] * 2, every=1)), store=store)
 
     async def run() -> None:
         await three.submit_turn("first")  # this context's counter is now the session's
