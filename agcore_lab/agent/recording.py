@@ -108,8 +108,8 @@ class CallRecorder(TurnCalls):
     calls as notes (a :class:`~agcore_lab.llm.turn_calls.TurnCalls`: what the store writes).
 
     Made for every turn. The class holds the defaults of a turn's recorder with no redactor
-    and no listener (what :func:`recorder_for` makes on a turn's path, setting only the rest);
-    the session, slot, turn index and kind are read from ``header``.
+    and no listener, so a turn's recorder sets only what it has of its own; the session,
+    slot, turn index and kind are read from ``header``.
 
     Args:
         store: Where :meth:`abandon` writes the calls of a failed turn.
@@ -120,6 +120,8 @@ class CallRecorder(TurnCalls):
         prices: Prices for each call's cost.
         redactor: Sees each call first; returns the call to keep or ``None``.
         listeners: Called with each kept call (live views, telemetry).
+        counter: The list HTTP backends count a usual call's retries in (see
+            :data:`~agcore_lab.llm.call_record.RETRIES`); a new one by default.
     """
 
     store: Store
@@ -148,20 +150,26 @@ class CallRecorder(TurnCalls):
         prices: PriceTable | None = None,
         redactor: CallRedactor | None = None,
         listeners: Sequence[CallListener] = (),
+        counter: list[int] | None = None,
     ) -> None:
+        # Only what differs from the class's defaults is set: this runs for every turn.
         self.store = store
         self.header: tuple[str, str, int, CallKind] = (session_id, slot.slot_id, turn_index, kind)
         self.base_head = slot.head_node_id
         self.base_len = len(slot.messages)
         if prices is not None:
             self.prices = prices
-        if redactor is not None:
+        if redactor is not None or listeners:
             self.redactor = redactor
-        if listeners:
-            self.listeners = list(listeners)
-        self.eager_hash = redactor is not None or bool(listeners)
-        self.quick = kind == "turn" and not self.eager_hash
-        self.counter = [0]
+            if listeners:
+                self.listeners = list(listeners)
+            self.eager_hash = True
+            self.quick = False
+        elif kind != "turn":
+            self.quick = False
+        # ``counter``: the retry counter to use (a session's turns share one, see
+        # :func:`recorder_for`); a new one by default.
+        self.counter = [0] if counter is None else counter
         self.entries = []  # what the store writes (see CallNote, TurnCalls)
         self._slot_lens = []
 
@@ -320,26 +328,14 @@ def recorder_for(
     bundle = session.bundle
     if not (bundle.record_calls and session.agent.record_calls):
         return None
-    if kind == "turn" and bundle.call_redactor is None and not bundle.call_listeners:
-        # ``CallRecorder(bundle.store, ...)`` with the class's defaults: only what differs
-        # is set (this runs for every turn).
-        recorder: CallRecorder = _new(CallRecorder)
-        recorder.store = bundle.store
-        recorder.header = (session.session_id, slot.slot_id, turn_index, "turn")
-        recorder.base_head = slot.head_node_id
-        recorder.base_len = len(slot.messages)
-        if bundle.prices is not None:
-            recorder.prices = bundle.prices
-        # The session's own counter (one session's turns never overlap; a turn of another
-        # session, in another task, sets its own), so the turn sets the context variable
-        # HTTP backends count retries in once per task, not for every turn.
+    counter = None
+    if kind == "turn":
+        # A session's turns share one retry counter (they never overlap; a turn of another
+        # session, in another task, sets its own), so the context variable HTTP backends
+        # count retries in is set once per task, not for every turn.
         counter = session.call_retries
         if counter is None:
             counter = session.call_retries = [0]
-        recorder.counter = counter
-        recorder.entries = []
-        recorder._slot_lens = []
-        return recorder
     return CallRecorder(
         bundle.store,
         session.session_id,
@@ -349,7 +345,5 @@ def recorder_for(
         prices=bundle.prices,
         redactor=bundle.call_redactor,
         listeners=bundle.call_listeners,
+        counter=counter,
     )
-
-
-_new = object.__new__
