@@ -3,7 +3,8 @@
 Their figures are not checked here (timings belong to the benchmarks, not to tests); what is
 checked is that a script runs to its verdict line on small sizes, so a change of schema or API
 cannot leave a benchmark broken unnoticed (``checkpoint_lookup.py`` once dropped an index that
-schema 11 no longer has, and stopped with a traceback).
+schema 11 no longer has, and ``checkpoints.py`` timed a checkpoint write that now rides in the
+turn's commit and patched a function that had moved: both stopped with a traceback).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
     [
         ("checkpoint_lookup.py", ["--small", "5", "--large", "50", "--repeats", "1"], "target:"),
         ("timetravel.py", ["--turns", "100", "--fork-turns", "50", "--repeats", "1"], "PASS"),
+        (
+            "checkpoints.py",
+            ["--sizes", "100", "--repeats", "1", "--backend", "sqlite"],
+            "version check:",
+        ),
+        ("turns.py", ["--only", "recording", "--turns", "100", "--repeats", "1"], "alternate"),
+        ("sync.py", ["--calls", "50", "--rounds", "2"], "run_sync overhead"),
         (
             "storage.py",
             ["--checkpoints", "100", "--sessions", "100", "--turns", "10", "--repeats", "1"],
