@@ -7,9 +7,12 @@ with a real session (a few turns, one checkpoint each) plus ``--small`` and ``--
 filler checkpoints of other sessions (default 200 and 20,000), and times each operation on
 the real session's checkpoint by id (best of ``--repeats``).
 
-For each operation it prints the time in the small file, in the large file with the index,
-and in the large file with the index dropped (what the code did before m007), and the ratio
-large/small. Target: with the index, large/small < 1.5 for every operation (flat).
+For each operation it prints the time in the small file and in the large file, and the ratio
+large/small. Target: large/small < 1.5 for every operation (flat). Since schema 11 a
+checkpoint's id *is* its row's key (``checkpoint_rows.ckpt``, decoded from the id), so there is
+no index to drop any more; for scale, the bench prints what a lookup that scans every
+checkpoint costs in the large file (``SELECT * FROM checkpoints WHERE ckpt_id = ?``: the view
+computes the id, so nothing indexes it), which is what every lookup paid before m007.
 
 Run: python bench/checkpoint_lookup.py [--small 200] [--large 20000] [--repeats 15]
 """
@@ -81,14 +84,19 @@ def main() -> int:
         large = _measure(manager, sid, ckpt_id, args.repeats)
         store = manager.store
         assert isinstance(store, SqliteStore)
-        store.connection.execute("DROP INDEX checkpoints_ckpt_id")  # as before m007
-        unindexed = _measure(manager, sid, ckpt_id, args.repeats)
+        conn = store.connection
+        scan = _best(
+            lambda: conn.execute(
+                "SELECT * FROM checkpoints WHERE ckpt_id = ?", (ckpt_id,)
+            ).fetchall(),
+            args.repeats,
+        )
         store.close()
     print(
         f"checkpoint lookups by id: {args.small:,} vs {args.large:,} other checkpoints "
         f"(best of {args.repeats})"
     )
-    print(f"{'operation':<16} {'small':>9} {'large':>9} {'no index':>9} {'ratio':>6}")
+    print(f"{'operation':<16} {'small':>9} {'large':>9} {'ratio':>6}")
     passed = True
     for name in small:
         ratio = large[name] / small[name]
@@ -96,10 +104,13 @@ def main() -> int:
         passed &= ok
         print(
             f"{name:<16} {small[name] * 1000:7.2f}ms {large[name] * 1000:7.2f}ms "
-            f"{unindexed[name] * 1000:7.2f}ms {ratio:6.2f} {'PASS' if ok else 'MISS'}"
+            f"{ratio:6.2f} {'PASS' if ok else 'MISS'}"
         )
+    print(
+        f"(for scale: one lookup scanning every checkpoint of the large file {scan * 1000:.2f} ms)"
+    )
     verdict = "PASS" if passed else "MISS"
-    print(f"target: large/small < {TARGET_RATIO} with the index; all targets {verdict}")
+    print(f"target: large/small < {TARGET_RATIO}; all targets {verdict}")
     return 0 if passed else 1
 
 

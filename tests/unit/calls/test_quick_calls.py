@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from agcore_lab import Agent, AgentSession, ModelCall, ScriptedModel, SqliteStore, ToolCall
+from agcore_lab import (
+    Agent,
+    AgentSession,
+    ModelCall,
+    ReplayModel,
+    ScriptedModel,
+    SqliteStore,
+    ToolCall,
+)
 from agcore_lab.agent import turn
 from agcore_lab.llm.base import ChatResponse, ModelStreamEvent, ToolSpec
 from agcore_lab.llm.messages import AssistantMessage, Message, UserMessage
@@ -266,3 +274,40 @@ def test_a_connection_told_to_forget_a_sessions_blobs_writes_them_with_its_next_
     assert [s for s in statements if s.startswith("INSERT OR IGNORE INTO call_blobs")]
     last = store.list_calls(session.session_id)[-1]
     assert last.request_messages[0].text == "You add." and [t.name for t in last.tools] == ["add"]
+
+
+class _TwoRequests(ScriptedModel):
+    """Answers as the scripted model does, reporting two requests (a backend's own retry)."""
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        response = await super().complete(messages, tools=tools)
+        usage = response.usage.model_copy(update={"requests": 2})
+        return response.model_copy(update={"usage": usage})
+
+
+def test_usual_calls_whose_figures_the_column_cannot_hold_keep_them_in_their_notes(
+    tmp_path: Path,
+) -> None:
+    # Two requests for one answer, and an answer replayed from a recording: each is the
+    # turn's usual call, noted as a tuple, but written from its note (the column's rare
+    # fields say what the plain figures cannot).
+    session = AgentSession(
+        Agent(name="two", system_prompt="You add.", model=_TwoRequests(_script), tools=[add]),
+        store=SqliteStore(tmp_path / "two.db"),
+    )
+    session.submit_turn_sync("hi")
+    (call,) = session.store.list_calls(session.session_id)
+    assert call.usage.requests == 2 and call.response is not None
+    assert call.response.content == "answer 2"
+
+    _, (recorded, *_) = _run(tmp_path / "recorded.db")
+    replay = AgentSession(
+        Agent(name="again", system_prompt="You add.", model=ReplayModel([recorded]), tools=[add]),
+        store=SqliteStore(tmp_path / "replay.db"),
+    )
+    replay.submit_turn_sync("hi 0")
+    (again,) = replay.store.list_calls(replay.session_id)
+    assert again.replayed and again.usage == recorded.usage
+    assert again.request_hash == recorded.request_hash
