@@ -23,6 +23,7 @@ from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._checkpoint_rows import checkpoint_base
+from agcore_lab.store._iso import iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import (
     base_and_ids,
@@ -100,12 +101,12 @@ def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
         slot.parent_slot_id,
         slot.fork_point,
         slot.merge_base,
-        slot.mode,
+        getattr(slot.mode, "value", slot.mode),  # a str (an enum member binds slowly)
         slot.head_node_id,
         slot.summary_override,
         compact(slot.pinned_ids),
         slot.recent_window,
-        slot.created_at.isoformat(),
+        iso(slot.created_at),  # the same object in every commit and checkpoint of the slot
         slot.updated_at.isoformat(),
         slot.merge_strategy,
     )
@@ -149,7 +150,7 @@ def _state(slot: SlotRecord) -> tuple[str, str]:
     values = [getattr(slot, name) for name in _SLOT_STATE_FIELDS]
     kinds = tuple(map(type, values))
     try:
-        values[5], values[7] = tuple(values[5]), values[7].isoformat()  # pins, created_at
+        values[5], values[7] = tuple(values[5]), iso(values[7])  # pins, created_at
         key: tuple[Any, ...] | None = (*values, kinds)
         known = _STATES.get(key)  # type: ignore[arg-type]
     except (TypeError, AttributeError):  # not the usual values (a constructed record)

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._iso import iso
 from agcore_lab.store._json import compact
 from agcore_lab.store.base import SessionRecord
 
@@ -60,7 +61,7 @@ def _values(r: SessionRecord) -> tuple[Any, ...]:
         r.session_id,
         r.agent_name,
         r.parent_id,
-        r.created_at.isoformat(),
+        iso(r.created_at),  # the same object in every commit of the session
         r.updated_at.isoformat(),
         r.turn_index,
         r.current_slot_id,
