@@ -31,8 +31,13 @@ async generators (``stream=False``), and prints each one's CPU per child.
 ``--trace-timed`` traces the timed runs as well (how this bench measured before: their CPU
 and wall then include the trace's).
 
+``--timeline`` adds one more dispatch whose model records each lane's waits (the model sleeps,
+then answers, as ScriptedModel does) and prints where a lane's cycle (one child: from one model
+call to the next) goes past the model's wait: how late the wait ended, and of that how long the
+lane waited behind other lanes' work, and the lane's own work before its next call.
+
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
-    [--no-record-calls] [--turn-paths N] [--trace-timed]
+    [--no-record-calls] [--turn-paths N] [--trace-timed] [--timeline]
 """
 
 from __future__ import annotations
@@ -41,15 +46,17 @@ import argparse
 import asyncio
 import functools
 import gc
+import itertools
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agcore_lab import Agent, DispatchConfig, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.llm import ChatResponse, Message, ToolSpec
 
 
 @dataclass
@@ -105,6 +112,49 @@ class _GcClock:
             self.ns += time.process_time_ns() - self._started
 
 
+class _WaitsModel(ScriptedModel):
+    """ScriptedModel's answer after a wait of ``wait`` seconds, recording for each wait its
+    lane (the event-loop task awaiting it), when it began and when the lane resumed."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(lambda messages: "ok")
+        self.wait = wait
+        self.waits: list[tuple[int, float, float]] = []
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> ChatResponse:
+        began = time.perf_counter()
+        await asyncio.sleep(self.wait)
+        self.waits.append((id(asyncio.current_task()), began, time.perf_counter()))
+        return await super().complete(messages, tools=tools)
+
+
+def _cycles(waits: list[tuple[int, float, float]], wait: float) -> dict[str, float]:
+    """Mean seconds per lane cycle past the model's wait: ``late`` (the wait ended after it
+    was due), of it ``behind`` (other lanes' work was running then: the loop was busy), and
+    ``work`` (the lane's own, from the end of one wait to the start of its next one)."""
+    lanes: dict[int, list[tuple[float, float]]] = {}
+    for lane, began, resumed in waits:
+        lanes.setdefault(lane, []).append((began, resumed))
+    cycles = [  # (lane, when its wait was due to end, when it resumed, its next wait began)
+        (lane, one[0] + wait, one[1], two[0])
+        for lane, marks in lanes.items()
+        for one, two in itertools.pairwise(sorted(marks))
+    ]
+    late = behind = work = 0.0
+    for lane, due, resumed, then in cycles:
+        late += resumed - due
+        behind += sum(
+            max(0.0, min(end, resumed) - max(start, due))
+            for other, _, start, end in cycles
+            if other != lane
+        )
+        work += then - resumed
+    count = max(1, len(cycles))
+    return {"late": late / count, "behind": behind / count, "work": work / count}
+
+
 async def run(
     tasks: int,
     limit: int,
@@ -113,15 +163,17 @@ async def run(
     *,
     record_calls: bool = True,
     trace: bool = False,
+    model: ScriptedModel | None = None,
 ) -> Run:
     """One dispatch on a new file ``db``; ``trace``: count its statements (see the module
-    docstring; a traced run's CPU includes the trace's)."""
+    docstring; a traced run's CPU includes the trace's); ``model``: the workers' model
+    instead of a ScriptedModel that waits ``latency``."""
     store = SqliteStore(db)
     manager = SessionManager(store)
     lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
     worker = Agent(
         name="worker",
-        model=ScriptedModel(lambda messages: "ok", latency=latency),
+        model=model or ScriptedModel(lambda messages: "ok", latency=latency),
         record_calls=record_calls,
     )
     clock, collector = _StoreClock(store), _GcClock()
@@ -265,6 +317,20 @@ def _turn_paths(args: argparse.Namespace, tmp: Path) -> None:
     print(f"{'PASS' if chain <= gens else 'MISS'} coroutine chain <= async generators")
 
 
+def _timeline(args: argparse.Namespace, tmp: Path) -> str:
+    # One more dispatch, its workers' model recording each lane's waits (see _cycles).
+    model = _WaitsModel(args.latency)
+    one = asyncio.run(run(args.tasks, args.limit, 0.0, tmp / "timeline.db", model=model))
+    cycle = _cycles(model.waits, args.latency)
+    return (
+        f"timeline (one more dispatch, wall ÷ ideal "
+        f"{one.wall / (args.tasks / args.limit * args.latency):.3f}): a lane's cycle is the "
+        f"model's {args.latency * 1000:.0f} ms + {cycle['late'] * 1000:.2f} ms late (of it "
+        f"{cycle['behind'] * 1000:.2f} ms behind other lanes' work) + "
+        f"{cycle['work'] * 1000:.2f} ms of its own work"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
@@ -281,6 +347,11 @@ def main() -> None:
         "--trace-timed",
         action="store_true",
         help="trace the timed runs' statements too (their CPU then includes the trace's)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="one more dispatch: where each lane's cycle goes past the model's wait",
     )
     args = parser.parse_args()
     record = not args.no_record_calls
@@ -302,6 +373,7 @@ def main() -> None:
 
         runs = [one(f"d{i}", args.trace_timed) for i in range(1 + max(0, args.warm))]
         counted = runs[-1] if args.trace_timed else one("counted", True)
+        timeline = _timeline(args, Path(tmp)) if args.timeline and args.latency else None
     floor = statistics.median(
         asyncio.run(bare(args.tasks, args.limit, args.latency)) for _ in range(3)
     )
@@ -315,6 +387,8 @@ def main() -> None:
     verdicts = _report("cold", runs[:1], counted, floor, lanes, args)
     if len(runs) > 1:
         verdicts += _report("warm", runs[1:], counted, floor, lanes, args)
+    if timeline is not None:
+        print(timeline)
     print(", ".join(verdicts))
 
 

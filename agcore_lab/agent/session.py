@@ -58,6 +58,7 @@ from agcore_lab.ids import new_id, utcnow
 from agcore_lab.llm.tokens import estimate_messages_tokens
 from agcore_lab.llm.usage import CostTracker
 from agcore_lab.store._sqlite_errors import surrogate_error
+from agcore_lab.store._trusted import trusted
 from agcore_lab.store.base import CkptMeta, SessionRecord, Store
 
 __all__ = ["MAIN_SLOT", "SUMMARY_KEY", "AgentSession"]
@@ -430,19 +431,24 @@ class AgentSession(
         self.turn_index = turn_index
         self.cost_tracker = draft.cost
         self.pending_interrupt_id = pending.interrupt_id if pending is not None else None
-        return TurnResult(
-            session_id=self.session_id,
-            slot_id=slot.slot_id,
-            turn_index=turn_index,
-            reply=draft.reply,
-            tool_calls=draft.tool_calls,
-            tool_results=draft.tool_results,
-            messages=draft.new_messages,
-            usage=draft.usage,
-            cost=draft.cost_delta,
-            status=draft.status,
-            run_id=run_id,
-            pending_tool_call=pending,
+        # Built from the turn's own checked state (lists copied, as a validation would):
+        # no validation pass, which checks each message against the message union.
+        return trusted(
+            TurnResult,
+            {
+                "session_id": self.session_id,
+                "slot_id": slot.slot_id,
+                "turn_index": turn_index,
+                "reply": draft.reply,
+                "tool_calls": list(draft.tool_calls),
+                "tool_results": list(draft.tool_results),
+                "messages": list(draft.new_messages),
+                "usage": draft.usage,
+                "cost": float(draft.cost_delta),
+                "status": draft.status,
+                "run_id": run_id,
+                "pending_tool_call": pending,
+            },
         )
 
     async def _after_turn(self, result: TurnResult) -> None:

@@ -48,6 +48,9 @@ __all__ = [
     "validate_slot_id",
 ]
 
+# The fields every link sets (one set for all: a link is frozen, see trusted()).
+_LINK_FIELDS = {"node_id", "parent_node_id", "message_id", "depth"}
+
 _SLOT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 
@@ -188,11 +191,17 @@ class ContextSlot:
         """
         links = []
         for message in messages:
-            link = LinkRecord(
-                node_id=message.id if new else new_id("node"),
-                parent_node_id=self.head_node_id,
-                message_id=message.id,
-                depth=len(self.messages),
+            # From a checked message's id, the slot's head and a count: no validation pass
+            # (a turn links each of its messages).
+            link = trusted(
+                LinkRecord,
+                {
+                    "node_id": message.id if new else new_id("node"),
+                    "parent_node_id": self.head_node_id,
+                    "message_id": message.id,
+                    "depth": len(self.messages),
+                },
+                _LINK_FIELDS,
             )
             if not new and self.chain_nodes is not None:
                 self.chain_nodes[len(self.messages)] = link.node_id

@@ -198,6 +198,8 @@ class ScriptedModel:
         # session's) may extend an earlier one: each conversation's total is also kept by its
         # last message, and the last few messages are looked up there.
         count = len(messages)
+        if count <= _SHORT:  # cheaper to add up (each message keeps its estimate) than to look up
+            return estimate_messages_tokens(messages)
         with self._lock:
             known, total, probes = self._memo
             if not (known and count >= known and _same(probes, _probes(messages, known))):
@@ -256,6 +258,7 @@ class ScriptedModel:
 
 
 _TOTALS_MAX = 50_000  # earlier conversations remembered (each holds three messages)
+_SHORT = 8  # conversations this short are estimated directly, neither looked up nor kept
 
 
 def _probes(messages: Sequence[Message], count: int) -> tuple[Message, ...]:

@@ -30,7 +30,7 @@ from agcore_lab.llm.messages import (
     UserMessage,
 )
 from agcore_lab.store import _sqlite_chains as lean
-from agcore_lab.store._trusted import build_all, trusted
+from agcore_lab.store._trusted import build_all, fields_of, trusted
 from agcore_lab.store.base import LinkRecord, SlotRecord
 
 __all__ = [
@@ -54,21 +54,46 @@ def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
-def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[Any, ...]:
+def _extra_json(message: Message) -> str | None:
+    # The message's fields other than its columns that do not hold their defaults, as JSON
+    # (``None``: none). A message whose every such field holds its default (the usual case)
+    # is not dumped to find that out.
+    defaults = _EXTRA_DEFAULTS.get(type(message))
+    fields = fields_of(message)
+    if defaults is not None and all(fields.get(name, _ABSENT) == d for name, d in defaults):
+        return None
     exclude = _COLUMNS | (_TOOL_COLUMNS if isinstance(message, ToolMessage) else set())
     extra = message.model_dump(mode="json", exclude=exclude, exclude_defaults=True)
-    content = getattr(message, "content", None)
+    return json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None
+
+
+_ABSENT = object()
+# Each message kind's fields kept in extra_json, with their defaults (a default factory's
+# value: ``metadata`` is ``{}``), as ``exclude_defaults`` compares them.
+_EXTRA_DEFAULTS: dict[type[Message], tuple[tuple[str, Any], ...]] = {
+    kind: tuple(
+        (name, field.default_factory() if field.default_factory is not None else field.default)  # type: ignore[call-arg]
+        for name, field in kind.model_fields.items()
+        if name not in _COLUMNS | (_TOOL_COLUMNS if kind is ToolMessage else set())
+    )
+    for kind in (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+}
+
+
+def _row(message: Message, session_id: str, home: LinkRecord | None) -> tuple[Any, ...]:
+    fields = fields_of(message)
+    tool = isinstance(message, ToolMessage)
     return (
-        message.id,
+        fields["id"],
         session_id,
         home.parent_node_id if home else None,
         home.depth if home else None,
-        message.role,
-        content,
-        message.tool_call_id if isinstance(message, ToolMessage) else None,
-        message.name if isinstance(message, ToolMessage) else None,
-        _micros(message.created_at),
-        json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None,
+        fields["role"],
+        fields.get("content"),
+        fields["tool_call_id"] if tool else None,
+        fields["name"] if tool else None,
+        _micros(fields["created_at"]),
+        _extra_json(message),
     )
 
 

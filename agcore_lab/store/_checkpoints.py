@@ -23,6 +23,7 @@ from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._checkpoint_rows import checkpoint_base
+from agcore_lab.store._iso import iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import (
     base_and_ids,
@@ -30,6 +31,7 @@ from agcore_lab.store._sqlite_checkpoints import (
     write_checkpoint,
     write_checkpoints,
 )
+from agcore_lab.store._trusted import fields_of
 from agcore_lab.store.base import CkptMeta, SessionRecord, SlotRecord
 
 __all__ = [
@@ -94,20 +96,21 @@ _INSERT_CHECKPOINT = (
 
 def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
     """The row of ``slots`` for ``slot`` in ``session_id`` (in :data:`SLOT_COLUMNS` order)."""
+    f = fields_of(slot)
     return (
         session_id,
-        slot.slot_id,
-        slot.parent_slot_id,
-        slot.fork_point,
-        slot.merge_base,
-        slot.mode,
-        slot.head_node_id,
-        slot.summary_override,
-        compact(slot.pinned_ids),
-        slot.recent_window,
-        slot.created_at.isoformat(),
-        slot.updated_at.isoformat(),
-        slot.merge_strategy,
+        f["slot_id"],
+        f["parent_slot_id"],
+        f["fork_point"],
+        f["merge_base"],
+        getattr(f["mode"], "value", f["mode"]),  # a str (an enum member binds slowly)
+        f["head_node_id"],
+        f["summary_override"],
+        compact(f["pinned_ids"]),
+        f["recent_window"],
+        iso(f["created_at"]),  # the same object in every commit and checkpoint of the slot
+        f["updated_at"].isoformat(),
+        f["merge_strategy"],
     )
 
 
@@ -146,10 +149,11 @@ def _state(slot: SlotRecord) -> tuple[str, str]:
     # each distinct one is serialized and hashed once. The key holds each value's type and
     # the time's text: values that compare equal but serialize apart (1 and True, one
     # moment in two time zones) get their own entries.
-    values = [getattr(slot, name) for name in _SLOT_STATE_FIELDS]
+    fields = fields_of(slot)
+    values = [fields[name] for name in _SLOT_STATE_FIELDS]
     kinds = tuple(map(type, values))
     try:
-        values[5], values[7] = tuple(values[5]), values[7].isoformat()  # pins, created_at
+        values[5], values[7] = tuple(values[5]), iso(values[7])  # pins, created_at
         key: tuple[Any, ...] | None = (*values, kinds)
         known = _STATES.get(key)  # type: ignore[arg-type]
     except (TypeError, AttributeError):  # not the usual values (a constructed record)
@@ -278,25 +282,27 @@ def _old_columns(
 ) -> tuple[Any, ...]:
     # A checkpoint's row in the columns of the ``checkpoints`` table (PostgreSQL) and view
     # (SQLite), with its time, slots and spend as the caller stores them.
+    f = fields_of(ckpt)
+    pending = f["pending"]
     return (
-        ckpt.session_id,
-        ckpt.ckpt_id,
-        ckpt.parent_ckpt_id,
-        ckpt.turn_index,
+        f["session_id"],
+        f["ckpt_id"],
+        f["parent_ckpt_id"],
+        f["turn_index"],
         created,
-        ckpt.label,
-        ckpt.source,
-        ckpt.message_count,
-        ckpt.prompt_tokens,
-        ckpt.completion_tokens,
-        ckpt.cost_usd,
-        ckpt.agent_name,
-        ckpt.current_slot_id,
-        ckpt.last_summary_turn,
-        ckpt.memory_version,
+        f["label"],
+        f["source"],
+        f["message_count"],
+        f["prompt_tokens"],
+        f["completion_tokens"],
+        f["cost_usd"],
+        f["agent_name"],
+        f["current_slot_id"],
+        f["last_summary_turn"],
+        f["memory_version"],
         slots,
         spend,
-        ckpt.pending.to_stored().model_dump_json() if ckpt.pending is not None else None,
+        pending.to_stored().model_dump_json() if pending is not None else None,
     )
 
 

@@ -18,7 +18,9 @@ from pydantic import TypeAdapter
 
 from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
 from agcore_lab.llm.usage import ModelSpend
+from agcore_lab.store._iso import iso
 from agcore_lab.store._json import compact
+from agcore_lab.store._trusted import fields_of
 from agcore_lab.store.base import SessionRecord
 
 __all__ = [
@@ -56,20 +58,21 @@ _SET = ", ".join(f"{c} = ?" for c in SESSION_COLUMNS[1:])
 
 
 def _values(r: SessionRecord) -> tuple[Any, ...]:
+    f = fields_of(r)
     return (
-        r.session_id,
-        r.agent_name,
-        r.parent_id,
-        r.created_at.isoformat(),
-        r.updated_at.isoformat(),
-        r.turn_index,
-        r.current_slot_id,
-        r.last_summary_turn,
+        f["session_id"],
+        f["agent_name"],
+        f["parent_id"],
+        iso(f["created_at"]),  # the same object in every commit of the session
+        f["updated_at"].isoformat(),
+        f["turn_index"],
+        f["current_slot_id"],
+        f["last_summary_turn"],
         r.prompt_tokens,
         r.completion_tokens,
         r.cost_usd,
-        _SPEND.dump_json(r.spend).decode(),
-        compact(r.metadata),
+        _SPEND.dump_json(f["spend"]).decode(),
+        compact(f["metadata"]),
     )
 
 

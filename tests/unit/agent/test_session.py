@@ -545,3 +545,25 @@ def test_a_session_used_on_one_loop_then_on_the_bridge_loop_still_serializes() -
     futures = [submit(session.submit_turn(f"bridge {i}")) for i in range(3)]
     results += [future.result(timeout=20) for future in futures]
     _assert_serialized(session, results)
+
+
+def test_a_turn_result_is_the_record_a_validation_would_make() -> None:
+    # The result is built from the turn's own checked state without a validation pass: it
+    # still equals, dumps and counts as the validated record of the same values, and its
+    # lists are its own.
+    model = ScriptedModel(
+        [ToolCall(name="add", arguments={"a": 1, "b": 2}), "three"], model_name="priced"
+    )
+    bundle = RuntimeBundle(prices=PriceTable({"priced": ModelPrice(prompt=1.0, completion=2.0)}))
+    session = AgentSession(Agent(name="a", model=model, tools=[add]), bundle=bundle)
+    result = session.submit_turn_sync("add them")
+    again = TurnResult.model_validate(result.model_dump())
+    assert again == result
+    assert again.model_dump_json() == result.model_dump_json()
+    assert again.model_fields_set == result.model_fields_set
+    assert type(result.cost) is float and result.cost > 0
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
+    result.messages.clear()
+    result.tool_calls.clear()
+    assert len(session.submit_turn_sync("again").messages) == 2  # the session is unchanged
+    assert [m.role for m in session.messages][:4] == ["user", "assistant", "tool", "assistant"]
