@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -19,6 +21,8 @@ from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import _frames
 from agcore_lab.kg._adjacency import BestWeights
+from agcore_lab.kg._load import add_edges, add_nodes
+from agcore_lab.kg._records import new_entities
 from agcore_lab.kg._search import KeywordIndex
 from agcore_lab.kg.types import (
     EntityNotFoundError,
@@ -39,6 +43,7 @@ __all__ = ["EdgeRow", "InMemoryGraph", "from_triples"]
 EdgeRow = tuple[str, str, str, float, dict[str, JsonValue]]
 """``(source, relation_type, target, weight, properties)``: one relation as loaded."""
 _RELATIONS = TypeAdapter(list[GraphRelation])
+_ENDS = itemgetter(0, 2)  # (source, target) of a triple or an EdgeRow
 
 
 class InMemoryGraph:
@@ -94,14 +99,18 @@ class InMemoryGraph:
         self._best = {}
         for entity in entities:
             self._put_entity(entity)
-        self._graph.add_edges_from(
+        # A relation's ends are entities (the stores keep it so; a stray end becomes a node,
+        # as networkx's add_edges_from would make it).
+        rows = list(relations)
+        add_nodes(self._graph, chain.from_iterable(map(_ENDS, rows)))
+        add_edges(
+            self._graph,
             (
-                source,
-                target,
-                rtype,
-                {"weight": weight, "properties": props} if props else {"weight": weight},
-            )
-            for source, rtype, target, weight, props in relations
+                (source, target, rtype, {"weight": weight, "properties": props})
+                if props
+                else (source, target, rtype, {"weight": weight})
+                for source, rtype, target, weight, props in rows
+            ),
         )
 
     def _put_entity(self, entity: GraphEntity) -> None:
@@ -356,16 +365,17 @@ class InMemoryGraph:
     def _import(self, parsed: list[_frames.Triple]) -> int:
         with self._lock:
             entities = self._entities
-            ends = dict.fromkeys(end for s, _, t, _ in parsed for end in (s, t))
-            new = [GraphEntity(id=end) for end in ends if end not in entities]
+            ends = dict.fromkeys(chain.from_iterable(map(_ENDS, parsed)))
+            # The ends are checked non-empty strings: the new entities need no validation.
+            new = new_entities([end for end in ends if end not in entities])
             weights = {(s, r, t): w for s, r, t, w in parsed}  # the last row of a triple wins
             self._persist_import(new, weights)
             for entity in new:
                 entities[entity.id] = entity
                 self._keywords.put(entity)
-            self._graph.add_nodes_from(ends)
-            # networkx's bulk call; an edge already there only gets the new weight.
-            self._graph.add_edges_from((s, t, r, {"weight": w}) for (s, r, t), w in weights.items())
+            add_nodes(self._graph, ends)
+            # An edge already there only gets the new weight (it keeps its properties).
+            add_edges(self._graph, ((s, t, r, {"weight": w}) for (s, r, t), w in weights.items()))
             for best in self._best.values():
                 best.put_pairs(dict.fromkeys((s, t) for s, _, t in weights))
         return len(parsed)

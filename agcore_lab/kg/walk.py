@@ -9,15 +9,13 @@ first, then by depth and id.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
-from itertools import repeat
 from typing import Any
 
 import networkx as nx
-from pydantic import BaseModel
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.kg._records import unchecked
 from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
 __all__ = ["Found", "WalkStep", "checked", "scored", "search", "walk", "walk_untyped"]
@@ -166,14 +164,7 @@ def walk(
     return [(node, -negative, paths[node]) for negative, _, node in found]
 
 
-# The four slots every pydantic model instance has, set as its own validator sets them (the
-# setters of BaseModel's slot descriptors, mapped over many instances at once).
-_SLOTS = BaseModel.__dict__
-_SET_DICT = _SLOTS["__dict__"].__set__
-_SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
-_SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
-_SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
-_SCORED_FIELDS = frozenset(ScoredEntity.model_fields)
+_SCORED_FIELDS = tuple(ScoredEntity.model_fields)
 
 
 def scored(
@@ -192,13 +183,7 @@ def _results(fields: list[dict[str, Any]]) -> list[ScoredEntity]:
     """:class:`ScoredEntity` objects with these fields, built without a validation pass:
     every value is already of its field's type (an entity from the graph, a float, a fresh
     list of ids). A walk returns dozens of them, and building them is most of its cost."""
-    count = len(fields)
-    results: list[ScoredEntity] = list(map(ScoredEntity.__new__, repeat(ScoredEntity, count)))
-    deque(map(_SET_DICT, results, fields), 0)
-    deque(map(_SET_FIELDS, results, repeat(set(_SCORED_FIELDS), count)), 0)
-    deque(map(_SET_EXTRA, results, repeat(None, count)), 0)
-    deque(map(_SET_PRIVATE, results, repeat(None, count)), 0)
-    return results
+    return unchecked(ScoredEntity, fields, _SCORED_FIELDS)
 
 
 def walk_untyped(
