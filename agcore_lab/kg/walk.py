@@ -10,6 +10,7 @@ first, then by depth and id.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import networkx as nx
@@ -165,6 +166,7 @@ def walk(
 
 
 _SCORED_FIELDS = tuple(ScoredEntity.model_fields)
+_SCORE = itemgetter("score")
 
 
 def scored(
@@ -196,33 +198,39 @@ def walk_untyped(
     ``node -> neighbour -> best weight`` maps (:class:`~agcore_lab.kg._adjacency.BestWeights`,
     one per direction followed; each gives the row of any node, ``source`` included).
 
-    The same rules and the same results, with less made per step: a path is made once, when
-    an entity is reached (a better arrival at the same level replaces it), and the results are
-    ordered by one stable sort on the score of entities listed level by level in id order.
+    The same rules and the same results, with less made per step: an entity's result fields
+    are made once, when it is first reached (a better arrival at the same level replaces its
+    score and path), and become its result's own; the results are ordered by one stable sort
+    on the score of entities listed level by level in id order.
     """
-    scores: dict[str, float] = {source: 1.0}
-    paths: dict[str, list[str]] = {source: [source]}
-    reached: list[str] = []
+    # Per entity reached (and the source): the fields of its result, "entity" aside.
+    records: dict[str, dict[str, Any]] = {source: {"score": 1.0, "path": [source]}}
+    reached: list[dict[str, Any]] = []
     frontier = [source]
     for _ in range(depth):
-        arrivals: dict[str, float] = {}
-        best = arrivals.get
+        arrivals: dict[str, dict[str, Any]] = {}
         for node in frontier:  # in id order: on equal scores the first path found wins
-            score, path = scores[node], paths[node]
+            record = records[node]
+            score, path = record["score"], record["path"]
             for side in sides:
                 for other, weight in side[node].items():
-                    if other in scores:
+                    if other in records:
                         continue  # reached at an earlier level (or the source)
                     candidate = score * weight
-                    if candidate > best(other, -1.0):
-                        arrivals[other] = candidate
-                        paths[other] = [*path, other]
+                    if other in arrivals:  # reached at this level already: the better wins
+                        found = arrivals[other]
+                        if candidate > found["score"]:
+                            found["score"], found["path"] = candidate, [*path, other]
+                        continue
+                    arrivals[other] = {
+                        "entity": entities[other],
+                        "score": candidate,
+                        "path": [*path, other],
+                    }
         if not arrivals:
             break
-        scores.update(arrivals)
+        records.update(arrivals)
         frontier = sorted(arrivals)
-        reached += frontier
-    reached.sort(key=scores.__getitem__, reverse=True)  # stable: then by level, then by id
-    return _results(
-        [{"entity": entities[node], "score": scores[node], "path": paths[node]} for node in reached]
-    )
+        reached += map(arrivals.__getitem__, frontier)
+    reached.sort(key=_SCORE, reverse=True)  # stable: then by level, then by id
+    return unchecked(ScoredEntity, reached, _SCORED_FIELDS)
