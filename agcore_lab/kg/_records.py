@@ -28,6 +28,7 @@ _SET_DICT = _SLOTS["__dict__"].__set__
 _SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
 _SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
 _SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
+_consume = deque[object](maxlen=0).extend  # runs an iterator to its end, keeping nothing
 
 
 def unchecked(cls: type[M], fields: list[dict[str, Any]], fields_set: Iterable[str]) -> list[M]:
@@ -41,10 +42,10 @@ def unchecked(cls: type[M], fields: list[dict[str, Any]], fields_set: Iterable[s
     """
     count = len(fields)
     records: list[M] = list(map(cls.__new__, repeat(cls, count)))
-    deque(map(_SET_DICT, records, fields), 0)
-    deque(map(_SET_FIELDS, records, repeat(set(fields_set), count)), 0)
-    deque(map(_SET_EXTRA, records, repeat(None, count)), 0)
-    deque(map(_SET_PRIVATE, records, repeat(None, count)), 0)
+    _consume(map(_SET_DICT, records, fields))
+    _consume(map(_SET_FIELDS, records, repeat(set(fields_set), count)))
+    _consume(map(_SET_EXTRA, records, repeat(None, count)))
+    _consume(map(_SET_PRIVATE, records, repeat(None, count)))
     return records
 
 

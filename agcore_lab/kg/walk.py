@@ -207,7 +207,8 @@ def walk_untyped(
     records: dict[str, dict[str, Any]] = {source: {"score": 1.0, "path": [source]}}
     reached: list[dict[str, Any]] = []
     frontier = [source]
-    for _ in range(depth):
+    last = depth - 1
+    for level in range(depth):
         arrivals: dict[str, dict[str, Any]] = {}
         for node in frontier:  # in id order: on equal scores the first path found wins
             record = records[node]
@@ -229,7 +230,8 @@ def walk_untyped(
                     }
         if not arrivals:
             break
-        records.update(arrivals)
+        if level < last:  # the next level's walk skips them
+            records.update(arrivals)
         frontier = sorted(arrivals)
         reached += map(arrivals.__getitem__, frontier)
     reached.sort(key=_SCORE, reverse=True)  # stable: then by level, then by id
