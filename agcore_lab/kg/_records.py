@@ -22,12 +22,17 @@ __all__ = ["new_entities", "unchecked"]
 
 M = TypeVar("M", bound=BaseModel)
 
-# The setters of BaseModel's slot descriptors: what its validator sets on every instance.
-_SLOTS = BaseModel.__dict__
-_SET_DICT = _SLOTS["__dict__"].__set__
-_SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
-_SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
-_SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
+# The setters of BaseModel's four slot descriptors: what its validator sets on every instance
+# (agcore_lab.store._checkpoint_plans sets the same four for checkpoint records).
+_SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE = (
+    BaseModel.__dict__[slot].__set__
+    for slot in (
+        "__dict__",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+    )
+)
 _consume = deque[object](maxlen=0).extend  # runs an iterator to its end, keeping nothing
 
 
