@@ -76,6 +76,8 @@ class InMemoryGraph:
         # Per direction (outgoing, incoming): the best weight per neighbour, for walks that
         # follow every relation type; a node's row is made when a walk first reaches it.
         self._best: dict[bool, BestWeights] = {}
+        # What a walk in each direction reads: the rows of _best, made with them.
+        self._sides: dict[RelationDirection, list[dict[str, dict[str, float]]]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
@@ -96,7 +98,7 @@ class InMemoryGraph:
     def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[EdgeRow]) -> None:
         self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
         self._keywords.clear()
-        self._best = {}
+        self._best, self._sides = {}, {}
         for entity in entities:
             self._put_entity(entity)
         # A relation's ends are entities (the stores keep it so; a stray end becomes a node,
@@ -286,12 +288,19 @@ class InMemoryGraph:
                 found, paths = search(self._graph, entity_id, depth, direction, relation_types)
                 return scored(self._entities, found, paths)
             direction = checked(depth, direction)
-            sides: list[dict[str, dict[str, float]]] = []
-            if direction is not RelationDirection.Incoming:
-                sides.append(self._best_weights(incoming=False))
-            if direction is not RelationDirection.Outgoing:
-                sides.append(self._best_weights(incoming=True))
+            sides = self._sides.get(direction)
+            if sides is None:
+                sides = self._sides[direction] = self._sides_of(direction)
             return walk_untyped(sides, self._entities, entity_id, depth)
+
+    def _sides_of(self, direction: RelationDirection) -> list[dict[str, dict[str, float]]]:
+        """The best-weight rows a walk in this direction reads (outgoing, then incoming)."""
+        sides = []
+        if direction is not RelationDirection.Incoming:
+            sides.append(self._best_weights(incoming=False))
+        if direction is not RelationDirection.Outgoing:
+            sides.append(self._best_weights(incoming=True))
+        return sides
 
     def _best_weights(self, *, incoming: bool) -> dict[str, dict[str, float]]:
         best = self._best.get(incoming)
