@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -19,6 +21,8 @@ from agcore_lab.aio import run_sync
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.kg import _frames
 from agcore_lab.kg._adjacency import BestWeights
+from agcore_lab.kg._load import add_edges, add_nodes
+from agcore_lab.kg._records import new_entities
 from agcore_lab.kg._search import KeywordIndex
 from agcore_lab.kg.types import (
     EntityNotFoundError,
@@ -39,6 +43,7 @@ __all__ = ["EdgeRow", "InMemoryGraph", "from_triples"]
 EdgeRow = tuple[str, str, str, float, dict[str, JsonValue]]
 """``(source, relation_type, target, weight, properties)``: one relation as loaded."""
 _RELATIONS = TypeAdapter(list[GraphRelation])
+_ENDS = itemgetter(0, 2)  # (source, target) of a triple or an EdgeRow
 
 
 class InMemoryGraph:
@@ -71,6 +76,8 @@ class InMemoryGraph:
         # Per direction (outgoing, incoming): the best weight per neighbour, for walks that
         # follow every relation type; a node's row is made when a walk first reaches it.
         self._best: dict[bool, BestWeights] = {}
+        # What a walk in each direction reads: the rows of _best, made with them.
+        self._sides: dict[RelationDirection, list[dict[str, dict[str, float]]]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(entities={len(self)}, relations={self.relation_count})"
@@ -91,17 +98,21 @@ class InMemoryGraph:
     def _reset(self, entities: Iterable[GraphEntity], relations: Iterable[EdgeRow]) -> None:
         self._entities, self._graph, self._tags = {}, nx.MultiDiGraph(), {}
         self._keywords.clear()
-        self._best = {}
+        self._best, self._sides = {}, {}
         for entity in entities:
             self._put_entity(entity)
-        self._graph.add_edges_from(
+        # A relation's ends are entities (the stores keep it so; a stray end becomes a node,
+        # as networkx's add_edges_from would make it).
+        rows = list(relations)
+        add_nodes(self._graph, chain.from_iterable(map(_ENDS, rows)))
+        add_edges(
+            self._graph,
             (
-                source,
-                target,
-                rtype,
-                {"weight": weight, "properties": props} if props else {"weight": weight},
-            )
-            for source, rtype, target, weight, props in relations
+                (source, target, rtype, {"weight": weight, "properties": props})
+                if props
+                else (source, target, rtype, {"weight": weight})
+                for source, rtype, target, weight, props in rows
+            ),
         )
 
     def _put_entity(self, entity: GraphEntity) -> None:
@@ -277,12 +288,19 @@ class InMemoryGraph:
                 found, paths = search(self._graph, entity_id, depth, direction, relation_types)
                 return scored(self._entities, found, paths)
             direction = checked(depth, direction)
-            sides: list[dict[str, dict[str, float]]] = []
-            if direction is not RelationDirection.Incoming:
-                sides.append(self._best_weights(incoming=False))
-            if direction is not RelationDirection.Outgoing:
-                sides.append(self._best_weights(incoming=True))
+            sides = self._sides.get(direction)
+            if sides is None:
+                sides = self._sides[direction] = self._sides_of(direction)
             return walk_untyped(sides, self._entities, entity_id, depth)
+
+    def _sides_of(self, direction: RelationDirection) -> list[dict[str, dict[str, float]]]:
+        """The best-weight rows a walk in this direction reads (outgoing, then incoming)."""
+        sides = []
+        if direction is not RelationDirection.Incoming:
+            sides.append(self._best_weights(incoming=False))
+        if direction is not RelationDirection.Outgoing:
+            sides.append(self._best_weights(incoming=True))
+        return sides
 
     def _best_weights(self, *, incoming: bool) -> dict[str, dict[str, float]]:
         best = self._best.get(incoming)
@@ -356,16 +374,17 @@ class InMemoryGraph:
     def _import(self, parsed: list[_frames.Triple]) -> int:
         with self._lock:
             entities = self._entities
-            ends = dict.fromkeys(end for s, _, t, _ in parsed for end in (s, t))
-            new = [GraphEntity(id=end) for end in ends if end not in entities]
+            ends = dict.fromkeys(chain.from_iterable(map(_ENDS, parsed)))
+            # The ends are checked non-empty strings: the new entities need no validation.
+            new = new_entities([end for end in ends if end not in entities])
             weights = {(s, r, t): w for s, r, t, w in parsed}  # the last row of a triple wins
             self._persist_import(new, weights)
             for entity in new:
                 entities[entity.id] = entity
                 self._keywords.put(entity)
-            self._graph.add_nodes_from(ends)
-            # networkx's bulk call; an edge already there only gets the new weight.
-            self._graph.add_edges_from((s, t, r, {"weight": w}) for (s, r, t), w in weights.items())
+            add_nodes(self._graph, ends)
+            # An edge already there only gets the new weight (it keeps its properties).
+            add_edges(self._graph, ((s, t, r, {"weight": w}) for (s, r, t), w in weights.items()))
             for best in self._best.values():
                 best.put_pairs(dict.fromkeys((s, t) for s, _, t in weights))
         return len(parsed)

@@ -9,15 +9,14 @@ first, then by depth and id.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
-from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import networkx as nx
-from pydantic import BaseModel
 
 from agcore_lab.errors import InvalidInputError
+from agcore_lab.kg._records import unchecked
 from agcore_lab.kg.types import GraphEntity, RelationDirection, ScoredEntity
 
 __all__ = ["Found", "WalkStep", "checked", "scored", "search", "walk", "walk_untyped"]
@@ -166,14 +165,8 @@ def walk(
     return [(node, -negative, paths[node]) for negative, _, node in found]
 
 
-# The four slots every pydantic model instance has, set as its own validator sets them (the
-# setters of BaseModel's slot descriptors, mapped over many instances at once).
-_SLOTS = BaseModel.__dict__
-_SET_DICT = _SLOTS["__dict__"].__set__
-_SET_FIELDS = _SLOTS["__pydantic_fields_set__"].__set__
-_SET_EXTRA = _SLOTS["__pydantic_extra__"].__set__
-_SET_PRIVATE = _SLOTS["__pydantic_private__"].__set__
-_SCORED_FIELDS = frozenset(ScoredEntity.model_fields)
+_SCORED_FIELDS = tuple(ScoredEntity.model_fields)
+_SCORE = itemgetter("score")
 
 
 def scored(
@@ -192,13 +185,7 @@ def _results(fields: list[dict[str, Any]]) -> list[ScoredEntity]:
     """:class:`ScoredEntity` objects with these fields, built without a validation pass:
     every value is already of its field's type (an entity from the graph, a float, a fresh
     list of ids). A walk returns dozens of them, and building them is most of its cost."""
-    count = len(fields)
-    results: list[ScoredEntity] = list(map(ScoredEntity.__new__, repeat(ScoredEntity, count)))
-    deque(map(_SET_DICT, results, fields), 0)
-    deque(map(_SET_FIELDS, results, repeat(set(_SCORED_FIELDS), count)), 0)
-    deque(map(_SET_EXTRA, results, repeat(None, count)), 0)
-    deque(map(_SET_PRIVATE, results, repeat(None, count)), 0)
-    return results
+    return unchecked(ScoredEntity, fields, _SCORED_FIELDS)
 
 
 def walk_untyped(
@@ -211,33 +198,41 @@ def walk_untyped(
     ``node -> neighbour -> best weight`` maps (:class:`~agcore_lab.kg._adjacency.BestWeights`,
     one per direction followed; each gives the row of any node, ``source`` included).
 
-    The same rules and the same results, with less made per step: a path is made once, when
-    an entity is reached (a better arrival at the same level replaces it), and the results are
-    ordered by one stable sort on the score of entities listed level by level in id order.
+    The same rules and the same results, with less made per step: an entity's result fields
+    are made once, when it is first reached (a better arrival at the same level replaces its
+    score and path), and become its result's own; the results are ordered by one stable sort
+    on the score of entities listed level by level in id order.
     """
-    scores: dict[str, float] = {source: 1.0}
-    paths: dict[str, list[str]] = {source: [source]}
-    reached: list[str] = []
+    # Per entity reached (and the source): the fields of its result, "entity" aside.
+    records: dict[str, dict[str, Any]] = {source: {"score": 1.0, "path": [source]}}
+    reached: list[dict[str, Any]] = []
     frontier = [source]
-    for _ in range(depth):
-        arrivals: dict[str, float] = {}
-        best = arrivals.get
+    last = depth - 1
+    for level in range(depth):
+        arrivals: dict[str, dict[str, Any]] = {}
         for node in frontier:  # in id order: on equal scores the first path found wins
-            score, path = scores[node], paths[node]
+            record = records[node]
+            score, path = record["score"], record["path"]
             for side in sides:
                 for other, weight in side[node].items():
-                    if other in scores:
+                    if other in records:
                         continue  # reached at an earlier level (or the source)
                     candidate = score * weight
-                    if candidate > best(other, -1.0):
-                        arrivals[other] = candidate
-                        paths[other] = [*path, other]
+                    if other in arrivals:  # reached at this level already: the better wins
+                        found = arrivals[other]
+                        if candidate > found["score"]:
+                            found["score"], found["path"] = candidate, [*path, other]
+                        continue
+                    arrivals[other] = {
+                        "entity": entities[other],
+                        "score": candidate,
+                        "path": [*path, other],
+                    }
         if not arrivals:
             break
-        scores.update(arrivals)
+        if level < last:  # the next level's walk skips them
+            records.update(arrivals)
         frontier = sorted(arrivals)
-        reached += frontier
-    reached.sort(key=scores.__getitem__, reverse=True)  # stable: then by level, then by id
-    return _results(
-        [{"entity": entities[node], "score": scores[node], "path": paths[node]} for node in reached]
-    )
+        reached += map(arrivals.__getitem__, frontier)
+    reached.sort(key=_SCORE, reverse=True)  # stable: then by level, then by id
+    return unchecked(ScoredEntity, reached, _SCORED_FIELDS)

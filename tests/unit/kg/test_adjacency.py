@@ -98,6 +98,22 @@ def _apply(graph: InMemoryGraph, write: str, args: tuple[str, ...], weight: floa
         ("unrelate", ("a", "s", "b"), 0.0),
     ]
 )
+@example(  # two paths of equal score to t at one level: the first in id order (via p) wins
+    writes=[
+        ("relate", ("a", "r", "q"), 1.0),
+        ("relate", ("a", "r", "p"), 1.0),
+        ("relate", ("q", "r", "t"), 0.5),
+        ("relate", ("p", "r", "t"), 0.5),
+    ]
+)
+@example(  # a better path to t found after a first one at the same level replaces it
+    writes=[
+        ("relate", ("a", "r", "p"), 1.0),
+        ("relate", ("a", "r", "q"), 1.0),
+        ("relate", ("p", "r", "t"), 0.25),
+        ("relate", ("q", "s", "t"), 0.5),
+    ]
+)
 def test_walks_match_the_walk_over_networkx_after_any_writes(
     writes: list[tuple[str, tuple[str, ...], float]],
 ) -> None:
