@@ -17,22 +17,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agcore_lab.kg.types import GraphEntity
+from agcore_lab.store._trusted import SET_DICT, SET_EXTRA, SET_FIELDS, SET_PRIVATE
 
 __all__ = ["new_entities", "unchecked"]
 
 M = TypeVar("M", bound=BaseModel)
 
-# The setters of BaseModel's four slot descriptors: what its validator sets on every instance
-# (agcore_lab.store._checkpoint_plans sets the same four for checkpoint records).
-_SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE = (
-    BaseModel.__dict__[slot].__set__
-    for slot in (
-        "__dict__",
-        "__pydantic_fields_set__",
-        "__pydantic_extra__",
-        "__pydantic_private__",
-    )
-)
 _consume = deque[object](maxlen=0).extend  # runs an iterator to its end, keeping nothing
 
 
@@ -47,10 +37,10 @@ def unchecked(cls: type[M], fields: list[dict[str, Any]], fields_set: Iterable[s
     """
     count = len(fields)
     records: list[M] = list(map(cls.__new__, repeat(cls, count)))
-    _consume(map(_SET_DICT, records, fields))
-    _consume(map(_SET_FIELDS, records, repeat(set(fields_set), count)))
-    _consume(map(_SET_EXTRA, records, repeat(None, count)))
-    _consume(map(_SET_PRIVATE, records, repeat(None, count)))
+    _consume(map(SET_DICT, records, fields))
+    _consume(map(SET_FIELDS, records, repeat(set(fields_set), count)))
+    _consume(map(SET_EXTRA, records, repeat(None, count)))
+    _consume(map(SET_PRIVATE, records, repeat(None, count)))
     return records
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from pydantic_core import from_json
 
 from agcore_lab.llm.usage import Usage
+from agcore_lab.store._trusted import SET_DICT, SET_EXTRA, SET_FIELDS, SET_PRIVATE
 from agcore_lab.store.base import SlotMode
 
 __all__ = [
@@ -40,13 +41,8 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 
-# Setting the four slots a pydantic model instance has through their own descriptors: the
-# assignments pydantic's constructor makes, at half the cost of object.__setattr__ by name.
-_SLOTS = BaseModel.__dict__
-_set_dict = _SLOTS["__dict__"].__set__
-_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
-_set_extra = _SLOTS["__pydantic_extra__"].__set__
-_set_private = _SLOTS["__pydantic_private__"].__set__
+# The four slots of a pydantic model instance, set through their own descriptors.
+_set_dict, _set_fields, _set_extra, _set_private = SET_DICT, SET_FIELDS, SET_EXTRA, SET_PRIVATE
 _new = object.__new__
 
 _MODES = {"full": SlotMode.Full, "focused": SlotMode.Focused}

@@ -37,6 +37,7 @@ from agcore_lab.store._sqlite_checkpoint_reads import (
     lean_query,
     view_rows,
 )
+from agcore_lab.store._trusted import SET_DICT, SET_EXTRA, SET_FIELDS, SET_PRIVATE
 from agcore_lab.store.base import CkptMeta, SlotRecord
 
 __all__ = ["lean_records", "list_checkpoints"]
@@ -79,11 +80,7 @@ _SPEND_FIELDS = set(ModelSpend.model_fields)
 
 # The four slots of a pydantic model instance, set through their own descriptors (what
 # ``_checkpoint_plans.built`` does, inlined in the loop below).
-_BASE = CkptMeta.__mro__[-2].__dict__  # pydantic.BaseModel's
-_set_dict = _BASE["__dict__"].__set__
-_set_fields = _BASE["__pydantic_fields_set__"].__set__
-_set_extra = _BASE["__pydantic_extra__"].__set__
-_set_private = _BASE["__pydantic_private__"].__set__
+_set_dict, _set_fields, _set_extra, _set_private = SET_DICT, SET_FIELDS, SET_EXTRA, SET_PRIVATE
 _new = object.__new__
 
 

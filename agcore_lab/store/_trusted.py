@@ -16,11 +16,33 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["build_all", "fields_of", "trusted"]
+__all__ = [
+    "SET_DICT",
+    "SET_EXTRA",
+    "SET_FIELDS",
+    "SET_PRIVATE",
+    "build_all",
+    "fields_of",
+    "trusted",
+]
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 T = TypeVar("T")
+
+# The setters of the four slots every pydantic model instance has (through their own
+# descriptors): the assignments its constructor makes, at half the cost of
+# ``object.__setattr__`` by name. For code that makes many records from known-valid values
+# (``_checkpoint_plans``, ``_lean_listing``, ``kg._records``).
+SET_DICT, SET_FIELDS, SET_EXTRA, SET_PRIVATE = (
+    BaseModel.__dict__[slot].__set__
+    for slot in (
+        "__dict__",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+    )
+)
 
 _Defaults = tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...], frozenset[str]]
 _DEFAULTS: dict[type[BaseModel], _Defaults] = {}
