@@ -22,6 +22,7 @@ from typing import Any
 
 from agcore_lab.store._checkpoint_flat import flat_slot, flat_spend
 from agcore_lab.store._node_keys import render, session_key, split_id
+from agcore_lab.store._null_columns import NullColumns
 
 __all__ = [
     "CKPT",
@@ -38,12 +39,20 @@ __all__ = [
 CKPT = "ckpt"
 SOURCES = {"auto": 0, "manual": 1, "fork": 2, "rollback": 3}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_INSERT = (
-    "INSERT INTO checkpoint_rows (ckpt, tail, session, parent, parent_tail, turn_index, "
-    "created, source, message_count, prompt_tokens, completion_tokens, cost_usd, agent, "
-    "current_slot, last_summary_turn, memory_version, head, head_tail, state, model, requests, "
-    "label, created_text, slots_json, spend_json, pending_json) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# A row written without the columns it has NULL (see _null_columns): a turn's checkpoint
+# has six, a session's first one ten.
+_INSERT = NullColumns(
+    "checkpoint_rows",
+    (
+        "ckpt tail session parent parent_tail turn_index created source message_count "
+        "prompt_tokens completion_tokens cost_usd agent current_slot last_summary_turn "
+        "memory_version head head_tail state model requests label created_text slots_json "
+        "spend_json pending_json"
+    ).split(),
+    optional=(
+        "parent parent_tail last_summary_turn head head_tail model requests label created_text "
+        "slots_json spend_json pending_json"
+    ).split(),
 )
 
 
@@ -173,7 +182,7 @@ def write_checkpoint(
         return _lean_values(conn, row, known, (key, tail, session), names, texts)
 
     try:
-        conn.execute(_INSERT, values(key, tail))
+        _INSERT.execute(conn, values(key, tail))
     except sqlite3.IntegrityError:
         if (
             pair is None
@@ -182,7 +191,7 @@ def write_checkpoint(
         ):
             raise  # this checkpoint is stored already (or a value is not allowed)
         # Another checkpoint's id has the same clock digits: this one's is kept as text.
-        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
+        _INSERT.execute(conn, values(_new_kept(conn, ckpt_id), None))
 
 
 def write_checkpoints(
@@ -222,8 +231,8 @@ def write_checkpoints(
             made = session_key(conn, session_id, create=True)
             assert made is not None  # made when missing
             numbers[session_id] = made
-    conn.executemany(
-        _INSERT,
+    _INSERT.executemany(
+        conn,
         [
             _lean_values(conn, row, flat, (*pair, numbers[row[0]]), names, False)
             for (row, _), flat, pair in zip(rows, flats, pairs, strict=True)
