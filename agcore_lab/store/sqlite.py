@@ -52,6 +52,7 @@ from agcore_lab.store._checkpoints import (
     slot_from_row,
     slot_values,
 )
+from agcore_lab.store._iso import fresh_iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._lean_listing import list_checkpoints as list_lean_checkpoints
@@ -345,7 +346,9 @@ class SqliteStore(PendingOperations):
             else:  # PostgreSQL: each row takes the feed's order lock
                 for kind, ckpt_id in changes:
                     log_change(conn, sid, kind, self._origin, ckpt_id=ckpt_id)
-            outcomes = _append_writes(conn, sid, encoded, _ts(now), memory_at) if encoded else None
+            outcomes = (
+                _append_writes(conn, sid, encoded, fresh_iso(now), memory_at) if encoded else None
+            )
         if outcomes is not None:  # stored: the conditional writes say whether they were
             for write, wrote in zip(memory, outcomes, strict=True):
                 if isinstance(write, MemoryIfUnset):
