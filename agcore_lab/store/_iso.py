@@ -7,7 +7,7 @@ digest's key). ``datetime.isoformat`` formats through C's printf, about 15,000 i
 call, for text that never changes: a ``datetime`` is immutable. :func:`iso` keeps the text by
 the object (held, so its ``id`` is not reused while its entry lives) for the last 1,000 of
 them. Times made fresh for each write (``updated_at``, a commit's own time) go through
-:func:`fresh_iso`, which keeps only the last one: a turn's commit writes its session's and its
+:func:`fresh_iso`, which keeps only the last two: a turn's commit writes its session's and its
 slot's ``updated_at`` as one object, and its lease check and memory rows another.
 """
 
@@ -19,7 +19,7 @@ __all__ = ["fresh_iso", "iso"]
 
 _TEXTS: dict[int, tuple[datetime, str]] = {}
 _MAX = 1_000
-_LAST: tuple[datetime | None, str] = (None, "")
+_LAST: tuple[datetime | None, str, datetime | None, str] = (None, "", None, "")
 
 
 def iso(moment: datetime) -> str:
@@ -42,8 +42,8 @@ def iso(moment: datetime) -> str:
 
 
 def fresh_iso(moment: datetime) -> str:
-    """``moment.isoformat()``, formatted once when the same object comes again next (only the
-    last one is kept: see the module docstring).
+    """``moment.isoformat()``, formatted once while the object is one of the last two
+    formatted (see the module docstring: a commit writes two times, each twice, in turn).
 
     Example:
         >>> from datetime import UTC, datetime
@@ -55,6 +55,8 @@ def fresh_iso(moment: datetime) -> str:
     last = _LAST  # (one read: another thread may replace it)
     if last[0] is moment:
         return last[1]
+    if last[2] is moment:
+        return last[3]
     text = moment.isoformat()
-    _LAST = (moment, text)
+    _LAST = (moment, text, last[0], last[1])
     return text
