@@ -24,6 +24,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 from pydantic import JsonValue
@@ -205,13 +206,13 @@ class AgentSession(
         """The session's scalar state as it would be stored now."""
         return self._record()
 
-    def _record(self, **changes: Any) -> SessionRecord:
+    def _record(self, *, now: datetime | None = None, **changes: Any) -> SessionRecord:
         record = SessionRecord(
             session_id=self.session_id,
             agent_name=self.agent.name,
             parent_id=self.parent_id,
             created_at=self.created_at,
-            updated_at=utcnow(),
+            updated_at=now or utcnow(),
             turn_index=self.turn_index,
             current_slot_id=self.current_slot_id,
             last_summary_turn=self.last_summary_turn,
@@ -413,13 +414,14 @@ class AgentSession(
             if self.turn_memory is not None:
                 memory = self.turn_memory(draft)
         self.folded_checkpoint = None
+        now = utcnow()  # one time for the session's and the slot's rows (formatted once)
         await self._acommit(
-            self._record(turn_index=turn_index, spend=draft.cost.by_model),
+            self._record(now=now, turn_index=turn_index, spend=draft.cost.by_model),
             change="approval" if continuing else "turn",
             last=last,
             messages=draft.new_messages,
             links=draft.links,
-            slots=[slot.to_record(self.session_id)],
+            slots=[slot.to_record(self.session_id, updated_at=now)],
             pending=pending,
             calls=draft.calls,
             checkpoint=checkpoint,

@@ -68,8 +68,8 @@ async def create_sessions(
         sessions.append(session)
         rows.append(
             NewSession(
-                session._record(),
-                [session.slots[MAIN_SLOT].to_record(session.session_id)],
+                session._record(now=made_at),  # (their rows' update times: formatted once)
+                [session.slots[MAIN_SLOT].to_record(session.session_id, updated_at=made_at)],
                 first_checkpoint(session) if first_checkpoint is not None else None,
             )
         )

@@ -286,8 +286,8 @@ class ContextSlot:
             return self.merge_strategy or MergeStrategy.Append
         return as_strategy(strategy, slot_id=self.slot_id)
 
-    def to_record(self, session_id: str) -> SlotRecord:
-        """The stored form of this slot."""
+    def to_record(self, session_id: str, *, updated_at: datetime | None = None) -> SlotRecord:
+        """The stored form of this slot (``updated_at``: its time, now when not given)."""
         # The slot's fields were checked when it was made: no validation pass (a record is
         # built at every commit and checkpoint).
         return trusted(
@@ -304,7 +304,7 @@ class ContextSlot:
                 "pinned_ids": list(self.pinned_ids),
                 "recent_window": self.recent_window,
                 "created_at": self.created_at,
-                "updated_at": utcnow(),
+                "updated_at": updated_at or utcnow(),
                 "merge_strategy": self.merge_strategy.value if self.merge_strategy else None,
             },
         )

@@ -4,7 +4,8 @@ A manager writes a checkpoint after every turn. When nothing else writes between
 commit and that checkpoint (no automatic summary, no other turn-end hook), the checkpoint is
 built from the state the commit leaves and stored *in* the commit — the same transaction,
 the same version check — and the commit also gives the turn lease up: one write instead of
-three. A dispatch adds the child's ``result_summary`` memory entry to the same write.
+three. A dispatch adds the child's ``result_summary`` memory entry to the same write (only
+if the child has none: a ``MemoryIfUnset``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic import JsonValue
-
 from agcore_lab.agent.bundle import TurnHook
-from agcore_lab.store.base import CkptMeta
+from agcore_lab.store.base import CkptMeta, MemoryWrite
 from agcore_lab.store.pending import PendingToolCall
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ __all__ = ["MemoryWrites", "TurnCheckpoint", "TurnMemory", "checkpoint_after"]
 
 logger = logging.getLogger("agcore_lab")
 
-MemoryWrites: TypeAlias = Sequence[tuple[str, JsonValue, dict[str, JsonValue]]]
+MemoryWrites: TypeAlias = Sequence[MemoryWrite]
 TurnMemory: TypeAlias = Callable[["TurnDraft"], MemoryWrites]
 
 

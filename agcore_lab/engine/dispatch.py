@@ -61,7 +61,7 @@ from agcore_lab.engine.oplog import log_op
 from agcore_lab.errors import InvalidInputError
 from agcore_lab.llm.usage import Usage
 from agcore_lab.store._trusted import trusted
-from agcore_lab.store.base import MemoryEntry, Store
+from agcore_lab.store.base import MemoryEntry, MemoryIfUnset, Store
 
 if TYPE_CHECKING:
     from agcore_lab.agent.session import AgentSession
@@ -199,14 +199,17 @@ class Dispatcher:
         return children
 
     @staticmethod
-    def _summary_with_commit(child: AgentSession, written: list[str]) -> TurnMemory:
+    def _summary_with_commit(written: list[MemoryIfUnset]) -> TurnMemory:
         # The result summary goes with the turn's commit when nothing writes after it (see
-        # agcore_lab.agent.turn_commit); ``written`` then holds it, so _result reads nothing.
+        # agcore_lab.agent.turn_commit), written there only if the child has none of its own
+        # (decided in the commit's transaction); ``written`` holds it, so _result reads
+        # nothing when it was written.
         def writes(draft: TurnDraft) -> MemoryWrites:
-            if draft.status == "max_tool_rounds" or RESULT_SUMMARY_KEY in child.session_memory:
-                return ()  # a failure has no summary; a child's own summary stays
-            written.append(draft.reply[:SUMMARY_CHARS])
-            return [(RESULT_SUMMARY_KEY, written[-1], {"written_by": "dispatch"})]
+            if draft.status == "max_tool_rounds":
+                return ()  # a failure has no summary
+            summary = draft.reply[:SUMMARY_CHARS]
+            written.append(MemoryIfUnset(RESULT_SUMMARY_KEY, summary, {"written_by": "dispatch"}))
+            return written[-1:]
 
         return writes
 
@@ -216,10 +219,13 @@ class Dispatcher:
         task: str,
         response: str,
         usage: Usage,
-        written: Sequence[str] = (),
+        written: Sequence[MemoryIfUnset] = (),
     ) -> SubTaskResult:
         # A completed child is one with a result_summary; only other outcomes are marked.
-        summary = written[-1] if written else child.session_memory.get(RESULT_SUMMARY_KEY)
+        if written and written[-1].written:
+            summary = written[-1].value
+        else:  # the child's own summary, if it has one
+            summary = child.session_memory.get(RESULT_SUMMARY_KEY)
         if summary is None:
             summary = response[:SUMMARY_CHARS]
             child.session_memory.set(RESULT_SUMMARY_KEY, summary, {"written_by": "dispatch"})
@@ -266,8 +272,8 @@ class Dispatcher:
             "dispatch_started", "dispatch started", session_id=parent_id, child_id=child.session_id
         )
         token = _CURRENT_SHARED.set(self._shared(parent_id, config))  # this task's context only
-        written: list[str] = []
-        child.turn_memory = self._summary_with_commit(child, written)
+        written: list[MemoryIfUnset] = []
+        child.turn_memory = self._summary_with_commit(written)
         try:
             if config.timeout is None:
                 turn = await child.submit_turn(task)

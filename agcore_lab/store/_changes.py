@@ -67,11 +67,22 @@ def log_changes(
     """Append a session's change rows ``(kind, ckpt_id)``, in order, in one ``INSERT``
     inside the caller's write transaction (SQLite: on PostgreSQL each row goes through
     :func:`log_change`, which takes the feed's order lock)."""
+    # A row without a checkpoint says NULL in the statement (sqlite3 binds None slowly).
     rows = conn.execute(
         "INSERT INTO change_log (session_id, kind, ckpt_id, new_session_id, origin) VALUES "
-        + ", ".join("(?, ?, ?, NULL, ?)" for _ in changes)
+        + ", ".join(
+            "(?, ?, ?, NULL, ?)" if c is not None else "(?, ?, NULL, NULL, ?)" for _, c in changes
+        )
         + " RETURNING seq",
-        [value for kind, ckpt_id in changes for value in (session_id, kind, ckpt_id, origin)],
+        [
+            value
+            for kind, ckpt_id in changes
+            for value in (
+                (session_id, kind, ckpt_id, origin)
+                if ckpt_id is not None
+                else (session_id, kind, origin)
+            )
+        ],
     ).fetchall()
     last = max(int(row[0]) for row in rows)
     if any(int(row[0]) % 32 == 0 for row in rows):  # as log_change keeps the log short

@@ -23,7 +23,7 @@ from agcore_lab.llm.usage import ModelSpend
 from agcore_lab.store._checkpoint_flat import flat_slot_of, flat_spend_of
 from agcore_lab.store._checkpoint_rows import COLUMNS as CHECKPOINT_COLUMNS
 from agcore_lab.store._checkpoint_rows import checkpoint_base
-from agcore_lab.store._iso import iso
+from agcore_lab.store._iso import fresh_iso, iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._sqlite_checkpoints import (
     base_and_ids,
@@ -109,7 +109,7 @@ def slot_values(slot: SlotRecord, session_id: str) -> tuple[Any, ...]:
         compact(f["pinned_ids"]),
         f["recent_window"],
         iso(f["created_at"]),  # the same object in every commit and checkpoint of the slot
-        f["updated_at"].isoformat(),
+        fresh_iso(f["updated_at"]),  # often the object its session's row has too
         f["merge_strategy"],
     )
 

@@ -63,10 +63,12 @@ def append_memory(
     now: str,
     *,
     after: int,
+    unless_set: bool = False,
 ) -> int:
     """:func:`write_memory` when the session's latest memory version (``after``) was read in
     this transaction already; returns the new version and builds no entry. A session with no
-    memory write yet has no first ``created_at`` to keep: nothing is read then."""
+    memory write yet has no first ``created_at`` to keep: nothing is read then.
+    ``unless_set``: write nothing (and return ``after``) when ``key`` has a live entry."""
     first = (
         None
         if after == 0
@@ -74,6 +76,8 @@ def append_memory(
             "SELECT created_at FROM memory WHERE session_id = ? AND key = ?", (session_id, key)
         ).fetchone()
     )
+    if unless_set and first is not None:
+        return after
     conn.execute(
         "INSERT INTO memory_log (session_id, version, key, value_json, metadata_json, created_at, "
         "updated_at, deleted) VALUES (?,?,?,?,?,?,?,0)",

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 
 from agcore_lab.errors import SessionBusyError, SessionNotFoundError, StaleSessionError
 from agcore_lab.llm.usage import ModelSpend
-from agcore_lab.store._iso import iso
+from agcore_lab.store._iso import fresh_iso, iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._trusted import fields_of
 from agcore_lab.store.base import SessionRecord
@@ -64,7 +64,7 @@ def _values(r: SessionRecord) -> tuple[Any, ...]:
         f["agent_name"],
         f["parent_id"],
         iso(f["created_at"]),  # the same object in every commit of the session
-        f["updated_at"].isoformat(),
+        fresh_iso(f["updated_at"]),  # often the object its slots' rows have too
         f["turn_index"],
         f["current_slot_id"],
         f["last_summary_turn"],
@@ -244,7 +244,7 @@ def update_session_leased(
     and on SQLite the :data:`NodeSeed` the same statement read (``None`` otherwise). A
     refused write reads the row to say why, as ``update_session`` does."""
     values = _values(record)[1:]
-    stamp = now.isoformat()
+    stamp = fresh_iso(now)  # the commit's memory rows have the same time
     where = (record.session_id, record.version, holder, stamp)
     releasing = release and holder is not None
     if getattr(conn, "dialect", "sqlite") != "postgresql":  # the parent kept (see _KEPT_CAS)

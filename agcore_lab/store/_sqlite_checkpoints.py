@@ -22,6 +22,7 @@ from typing import Any
 
 from agcore_lab.store._checkpoint_flat import flat_slot, flat_spend
 from agcore_lab.store._node_keys import render, session_key, split_id
+from agcore_lab.store._null_columns import NullColumns
 
 __all__ = [
     "CKPT",
@@ -38,12 +39,20 @@ __all__ = [
 CKPT = "ckpt"
 SOURCES = {"auto": 0, "manual": 1, "fork": 2, "rollback": 3}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_INSERT = (
-    "INSERT INTO checkpoint_rows (ckpt, tail, session, parent, parent_tail, turn_index, "
-    "created, source, message_count, prompt_tokens, completion_tokens, cost_usd, agent, "
-    "current_slot, last_summary_turn, memory_version, head, head_tail, state, model, requests, "
-    "label, created_text, slots_json, spend_json, pending_json) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# A row written without the columns it has NULL (see _null_columns): a turn's checkpoint
+# has six, a session's first one ten.
+_INSERT = NullColumns(
+    "checkpoint_rows",
+    (
+        "ckpt tail session parent parent_tail turn_index created source message_count "
+        "prompt_tokens completion_tokens cost_usd agent current_slot last_summary_turn "
+        "memory_version head head_tail state model requests label created_text slots_json "
+        "spend_json pending_json"
+    ).split(),
+    optional=(
+        "parent parent_tail last_summary_turn head head_tail model requests label created_text "
+        "slots_json spend_json pending_json"
+    ).split(),
 )
 
 
@@ -122,20 +131,24 @@ def _time(text: object, key: int) -> tuple[int | None, object]:
     ``datetime`` (a checkpoint's own time, not read from a text) stands for its isoformat:
     at offset 0 that is the text the view renders for its moment, so it is not rendered
     again to compare (a text may not be: ``+00:00`` and ``Z``, fewer fraction digits)."""
-    if type(text) is datetime:
-        moment, text, own = text, text.isoformat(), True
-    elif type(text) is not str:
+    if type(text) is datetime:  # its text is rendered only when it is stored
+        moment = text
+        if moment.utcoffset() != timedelta(0):
+            return None, moment.isoformat()
+        micros = (moment - _EPOCH) // timedelta(microseconds=1)
+        if micros < 0:
+            return None, moment.isoformat()
+        return micros - (key // 1000 if key > 0 else 0), None
+    if type(text) is not str:
         return None, text
-    else:
-        own = False
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            return None, text
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None, text
     if moment.utcoffset() != timedelta(0):
         return None, text
     micros = (moment - _EPOCH) // timedelta(microseconds=1)
-    if micros < 0 or (not own and (_EPOCH + timedelta(microseconds=micros)).isoformat() != text):
+    if micros < 0 or (_EPOCH + timedelta(microseconds=micros)).isoformat() != text:
         return None, text
     return micros - (key // 1000 if key > 0 else 0), None
 
@@ -173,7 +186,7 @@ def write_checkpoint(
         return _lean_values(conn, row, known, (key, tail, session), names, texts)
 
     try:
-        conn.execute(_INSERT, values(key, tail))
+        _INSERT.execute(conn, values(key, tail))
     except sqlite3.IntegrityError:
         if (
             pair is None
@@ -182,7 +195,7 @@ def write_checkpoint(
         ):
             raise  # this checkpoint is stored already (or a value is not allowed)
         # Another checkpoint's id has the same clock digits: this one's is kept as text.
-        conn.execute(_INSERT, values(_new_kept(conn, ckpt_id), None))
+        _INSERT.execute(conn, values(_new_kept(conn, ckpt_id), None))
 
 
 def write_checkpoints(
@@ -222,8 +235,8 @@ def write_checkpoints(
             made = session_key(conn, session_id, create=True)
             assert made is not None  # made when missing
             numbers[session_id] = made
-    conn.executemany(
-        _INSERT,
+    _INSERT.executemany(
+        conn,
         [
             _lean_values(conn, row, flat, (*pair, numbers[row[0]]), names, False)
             for (row, _), flat, pair in zip(rows, flats, pairs, strict=True)

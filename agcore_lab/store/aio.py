@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         CkptMeta,
         LinkRecord,
         MemoryEntry,
+        MemoryWrite,
         SessionRecord,
         SlotRecord,
         Store,
@@ -134,7 +135,7 @@ class AsyncChainStore(Protocol):
         calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
-        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
+        memory: Sequence[MemoryWrite] = (),
     ) -> int:
         """Async :meth:`~agcore_lab.store.base.Store.commit`."""
         ...

@@ -39,6 +39,8 @@ __all__ = [
     "CkptMeta",
     "LinkRecord",
     "MemoryEntry",
+    "MemoryIfUnset",
+    "MemoryWrite",
     "SessionRecord",
     "SlotMode",
     "SlotRecord",
@@ -134,6 +136,42 @@ class MemoryEntry(BaseModel):
     created_at: datetime
     updated_at: datetime
     version: int
+
+
+class MemoryIfUnset:
+    """A session-memory write of a commit (``Store.commit(memory=...)``) that is stored only
+    if ``key`` has no live entry when the commit runs, decided in its transaction. The store
+    sets ``written`` once the commit is stored: ``True`` when this value was written, ``False``
+    when the key was set already (nothing written for it); ``None`` until then (and when the
+    commit failed).
+
+    Example:
+        >>> from agcore_lab.store.sqlite import SqliteStore
+        >>> store = SqliteStore(":memory:")
+        >>> store.create_session(SessionRecord(session_id="s1", agent_name="a"))
+        >>> first = MemoryIfUnset("summary", "done", {})
+        >>> store.commit(SessionRecord(session_id="s1", agent_name="a"), memory=[first])
+        1
+        >>> again = MemoryIfUnset("summary", "other", {})
+        >>> store.commit(SessionRecord(session_id="s1", agent_name="a", version=1), memory=[again])
+        2
+        >>> first.written, again.written, [e.value for e in store.memory_entries("s1")]
+        (True, False, ['done'])
+    """
+
+    __slots__ = ("key", "metadata", "value", "written")
+
+    def __init__(self, key: str, value: JsonValue, metadata: dict[str, JsonValue]) -> None:
+        self.key, self.value, self.metadata = key, value, metadata
+        self.written: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"MemoryIfUnset({self.key!r}, {self.value!r}, written={self.written})"
+
+
+MemoryWrite = tuple[str, JsonValue, dict[str, JsonValue]] | MemoryIfUnset
+"""One session-memory write of a commit: ``(key, value, metadata)``, or a
+:class:`MemoryIfUnset`."""
 
 
 class CkptMeta(BaseModel):

@@ -52,6 +52,7 @@ from agcore_lab.store._checkpoints import (
     slot_from_row,
     slot_values,
 )
+from agcore_lab.store._iso import fresh_iso
 from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._lean_listing import list_checkpoints as list_lean_checkpoints
@@ -86,6 +87,8 @@ from agcore_lab.store.base import (
     CkptMeta,
     LinkRecord,
     MemoryEntry,
+    MemoryIfUnset,
+    MemoryWrite,
     SessionRecord,
     SlotRecord,
 )
@@ -296,21 +299,23 @@ class SqliteStore(PendingOperations):
         calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
-        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
+        memory: Sequence[MemoryWrite] = (),
     ) -> int:
         """Write messages, links, slots, a pending call, model-call records and the session
         record in one transaction, if the store still holds ``session.version``; return the
         new version. ``release_lease`` gives ``lease_holder``'s turn lease up in the same
         transaction (the last write of a turn); ``checkpoint`` (its parent set to the session's
         latest checkpoint and its ``memory_version`` to the session's, both read in the same
-        transaction) and ``memory`` (``(key, value,
-        metadata)`` writes) are stored in it too."""
+        transaction) and ``memory`` (``(key, value, metadata)`` writes, or
+        :class:`~agcore_lab.store.base.MemoryIfUnset` ones: stored only if their key has no
+        live entry, and marked ``written`` once the commit is stored) are stored in it too."""
         sid = session.session_id
-        encoded = [(key, *_memory_json(sid, key, value, meta)) for key, value, meta in memory]
+        encoded = [_memory_write(sid, write) for write in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
+            now = utcnow()  # taken in the write (after any wait for the lock)
             version, seed = update_session_leased(
-                conn, session, holder=lease_holder, now=utcnow(), release=release_lease
+                conn, session, holder=lease_holder, now=now, release=release_lease
             )
             # A turn's common call rides on its answer's node row (SQLite); the rest get rows.
             # (``()`` when recording is off: no call at all; else the count comes from there)
@@ -341,12 +346,14 @@ class SqliteStore(PendingOperations):
             else:  # PostgreSQL: each row takes the feed's order lock
                 for kind, ckpt_id in changes:
                     log_change(conn, sid, kind, self._origin, ckpt_id=ckpt_id)
-            if encoded:
-                now = _ts(utcnow())
-                at = latest_version(conn, sid) if memory_at is None else memory_at
-                for key, value_json, metadata_json in encoded:
-                    at = append_memory(conn, sid, key, value_json, metadata_json, now, after=at)
-            return version
+            outcomes = (
+                _append_writes(conn, sid, encoded, fresh_iso(now), memory_at) if encoded else None
+            )
+        if outcomes is not None:  # stored: the conditional writes say whether they were
+            for write, wrote in zip(memory, outcomes, strict=True):
+                if isinstance(write, MemoryIfUnset):
+                    write.written = wrote
+        return version
 
     def load_slots(self, session_id: str) -> list[SlotRecord]:
         """The session's slots, in creation order."""
@@ -553,6 +560,35 @@ class SqliteStore(PendingOperations):
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""
         return self._locked_read(lambda conn: latest_version(conn, session_id))
+
+
+def _memory_write(session_id: str, write: MemoryWrite) -> tuple[str, str, str, bool]:
+    # A commit's memory write checked and encoded: key, value and metadata JSON, and whether
+    # it is stored only when the key has no live entry (a MemoryIfUnset).
+    if isinstance(write, MemoryIfUnset):
+        return (write.key, *_memory_json(session_id, write.key, write.value, write.metadata), True)
+    key, value, metadata = write
+    return (key, *_memory_json(session_id, key, value, metadata), False)
+
+
+def _append_writes(
+    conn: Any,
+    session_id: str,
+    encoded: Sequence[tuple[str, str, str, bool]],
+    now: str,
+    memory_at: int | None,
+) -> list[bool]:
+    # A commit's memory writes, after the version it read with its checkpoint (if any):
+    # whether each one was written (a conditional one is not when its key is set).
+    at = latest_version(conn, session_id) if memory_at is None else memory_at
+    wrote = []
+    for key, value_json, metadata_json, unless_set in encoded:
+        after = append_memory(
+            conn, session_id, key, value_json, metadata_json, now, after=at, unless_set=unless_set
+        )
+        wrote.append(after != at)
+        at = after
+    return wrote
 
 
 def _memory_json(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         CkptMeta,
         LinkRecord,
         MemoryEntry,
+        MemoryWrite,
         SessionRecord,
         SlotRecord,
         Store,
@@ -177,7 +178,7 @@ class ThreadedAsyncStore:
         calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
-        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
+        memory: Sequence[MemoryWrite] = (),
     ) -> int:
         return await self._run(
             self._store.commit,

@@ -6,11 +6,12 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from agcore_lab.errors import InvalidInputError
-from agcore_lab.store.base import Store
+from agcore_lab.errors import InvalidInputError, StaleSessionError
+from agcore_lab.store.base import MemoryIfUnset, Store
 from agcore_lab.testing._support import expect, expect_equal, expect_raises, session_record
 
 __all__ = [
+    "check_commit_memory_if_unset",
     "check_memory_json_values",
     "check_memory_keeps_created_at",
     "check_memory_rejects_non_json",
@@ -134,3 +135,46 @@ def check_memory_keeps_created_at(store: Store) -> None:
     (listed,) = store.memory_entries("s1")
     expect_equal(listed, second, "the listed entry after an update")
     expect(first.created_at.tzinfo is not None, "created_at is timezone-aware")
+
+
+def check_commit_memory_if_unset(store: Store) -> None:
+    """A commit's ``MemoryIfUnset`` write is stored only while its key has no live entry (as
+    the commit's own earlier writes leave it), and says so in ``written`` once the commit is
+    stored; a stale commit stores none and leaves ``written`` unset."""
+    store.create_session(session_record())
+    first = MemoryIfUnset("summary", "first", {"by": "dispatch"})
+    store.commit(session_record(), memory=[first])
+    expect_equal(first.written, True, "a MemoryIfUnset of an unset key")
+    again, other = MemoryIfUnset("summary", "second", {}), MemoryIfUnset("other", [1], {})
+    store.commit(session_record(version=1), memory=[again, ("plain", 2, {}), other])
+    expect_equal((again.written, other.written), (False, True), "a set key and an unset one")
+    entries = {e.key: (e.value, e.metadata) for e in store.memory_entries("s1")}
+    expect_equal(
+        entries,
+        {"summary": ("first", {"by": "dispatch"}), "plain": (2, {}), "other": ([1], {})},
+        "memory after a MemoryIfUnset of a set key",
+    )
+    expect_equal(store.memory_version("s1"), 3, "a write not made is not a version")
+    same = MemoryIfUnset("fresh", "late", {})
+    store.commit(session_record(version=2), memory=[("fresh", "early", {}), same])
+    expect_equal(same.written, False, "a key set earlier in the same commit")
+    expect_equal(_values(store).get("fresh"), "early", "the commit's own earlier write")
+    store.memory_delete("s1", "summary")
+    back = MemoryIfUnset("summary", "third", {})
+    store.commit(session_record(version=3), memory=[back])
+    expect_equal(back.written, True, "a MemoryIfUnset of a deleted key")
+    expect_equal(_values(store).get("summary"), "third", "written again after a delete")
+    lost = MemoryIfUnset("never", "lost", {})
+    expect_raises(
+        StaleSessionError,
+        "a stale commit with a MemoryIfUnset",
+        store.commit,
+        session_record(version=1),
+        memory=[lost],
+    )
+    expect_equal(lost.written, None, "the MemoryIfUnset of a stale commit")
+    expect_equal(_values(store).get("never"), None, "nothing of a stale commit")
+
+
+def _values(store: Store) -> dict[str, JsonValue]:
+    return {e.key: e.value for e in store.memory_entries("s1")}

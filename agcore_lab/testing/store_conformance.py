@@ -74,6 +74,7 @@ from agcore_lab.testing.checkpoint_checks import (
 )
 from agcore_lab.testing.listing_checks import check_checkpoint_pages, check_child_ids
 from agcore_lab.testing.memory_checks import (
+    check_commit_memory_if_unset,
     check_memory_json_values,
     check_memory_keeps_created_at,
     check_memory_rejects_non_json,
@@ -368,6 +369,7 @@ CONFORMANCE_CHECKS: dict[str, Check] = {
         check_memory_json_values,
         check_memory_rejects_non_json,
         check_memory_keeps_created_at,
+        check_commit_memory_if_unset,
         check_versions_count_writes,
         check_stale_commit_writes_nothing,
         check_turn_lease,

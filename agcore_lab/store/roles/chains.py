@@ -6,13 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pydantic import JsonValue
-
     from agcore_lab.llm.call_note import CallNote
     from agcore_lab.llm.call_record import ModelCall
     from agcore_lab.llm.history import MessageHistory
     from agcore_lab.llm.messages import Message
-    from agcore_lab.store.base import CkptMeta, LinkRecord, SessionRecord, SlotRecord
+    from agcore_lab.store.base import CkptMeta, LinkRecord, MemoryWrite, SessionRecord, SlotRecord
     from agcore_lab.store.pending import PendingToolCall
 
 __all__ = ["ChainStore"]
@@ -39,7 +37,7 @@ class ChainStore(Protocol):
         calls: Sequence[ModelCall | CallNote] = (),
         release_lease: bool = False,
         checkpoint: CkptMeta | None = None,
-        memory: Sequence[tuple[str, JsonValue, dict[str, JsonValue]]] = (),
+        memory: Sequence[MemoryWrite] = (),
     ) -> int:
         """Write one change atomically: new messages (already-stored ids are skipped), new
         links, upserted slots, a new pending tool call, the model calls that made the change,
@@ -50,7 +48,9 @@ class ChainStore(Protocol):
         version check, its ``parent_ckpt_id`` set to the session's latest checkpoint and its
         ``memory_version`` to the session's (both read in the same transaction). ``memory``:
         session-memory writes ``(key, value, metadata)`` stored with it (after the
-        checkpoint, so they are newer than its ``memory_version``).
+        checkpoint, so they are newer than its ``memory_version``); a write given as a
+        :class:`~agcore_lab.store.base.MemoryIfUnset` is stored only if its key has no live
+        entry in that transaction, and says afterwards whether it was (its ``written``).
 
         Returns:
             The new version (``session.version + 1``).
