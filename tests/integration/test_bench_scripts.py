@@ -29,7 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
             ["--sizes", "100", "--repeats", "1", "--backend", "sqlite"],
             "version check:",
         ),
-        ("turns.py", ["--only", "recording", "--turns", "100", "--repeats", "1"], "alternate"),
+        (
+            "turns.py",
+            ["--only", "recording", "--turns", "100", "--repeats", "1", "--processes", "2"],
+            "fresh processes",
+        ),
         ("sync.py", ["--calls", "50", "--rounds", "2"], "run_sync overhead"),
         (
             "storage.py",
