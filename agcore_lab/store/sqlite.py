@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import JsonValue
 
-from agcore_lab.checks import check_count, check_json
-from agcore_lab.errors import ConflictError, InvalidInputError, SessionNotFoundError
+from agcore_lab.checks import check_count
+from agcore_lab.errors import ConflictError, SessionNotFoundError
 from agcore_lab.ids import utcnow
 from agcore_lab.llm.call_note import CallNote
 from agcore_lab.llm.call_record import ModelCall
@@ -53,16 +53,10 @@ from agcore_lab.store._checkpoints import (
     slot_values,
 )
 from agcore_lab.store._iso import fresh_iso
-from agcore_lab.store._json import compact
 from agcore_lab.store._lean_frame import frame_columns
 from agcore_lab.store._lean_listing import list_checkpoints as list_lean_checkpoints
-from agcore_lab.store._memory import (
-    append_memory,
-    delete_memory,
-    latest_version,
-    read_memory,
-    write_memory,
-)
+from agcore_lab.store._memory import delete_memory, latest_version, read_memory, write_memory
+from agcore_lab.store._memory_writes import append_writes, encoded_write, memory_json
 from agcore_lab.store._session_batch import insert_sessions
 from agcore_lab.store._sessions import (
     acquire_lease,
@@ -310,7 +304,7 @@ class SqliteStore(PendingOperations):
         :class:`~agcore_lab.store.base.MemoryIfUnset` ones: stored only if their key has no
         live entry, and marked ``written`` once the commit is stored) are stored in it too."""
         sid = session.session_id
-        encoded = [_memory_write(sid, write) for write in memory]
+        encoded = [encoded_write(sid, write) for write in memory]
         touched = [sid] if encoded else []
         with self._write(sessions=[sid], memory=touched, shares=True) as conn:
             now = utcnow()  # taken in the write (after any wait for the lock)
@@ -347,7 +341,7 @@ class SqliteStore(PendingOperations):
                 for kind, ckpt_id in changes:
                     log_change(conn, sid, kind, self._origin, ckpt_id=ckpt_id)
             outcomes = (
-                _append_writes(conn, sid, encoded, fresh_iso(now), memory_at) if encoded else None
+                append_writes(conn, sid, encoded, fresh_iso(now), memory_at) if encoded else None
             )
         if outcomes is not None:  # stored: the conditional writes say whether they were
             for write, wrote in zip(memory, outcomes, strict=True):
@@ -540,7 +534,7 @@ class SqliteStore(PendingOperations):
         self, session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
     ) -> MemoryEntry:
         """Set ``key`` (keeping its first ``created_at``); return the stored entry."""
-        value_json, metadata_json = _memory_json(session_id, key, value, metadata)
+        value_json, metadata_json = memory_json(session_id, key, value, metadata)
         with self._write(memory=[session_id]) as conn:
             return write_memory(conn, session_id, key, value_json, metadata_json, _ts(utcnow()))
 
@@ -560,48 +554,3 @@ class SqliteStore(PendingOperations):
     def memory_version(self, session_id: str) -> int:
         """The number of memory writes so far."""
         return self._locked_read(lambda conn: latest_version(conn, session_id))
-
-
-def _memory_write(session_id: str, write: MemoryWrite) -> tuple[str, str, str, bool]:
-    # A commit's memory write checked and encoded: key, value and metadata JSON, and whether
-    # it is stored only when the key has no live entry (a MemoryIfUnset).
-    if isinstance(write, MemoryIfUnset):
-        return (write.key, *_memory_json(session_id, write.key, write.value, write.metadata), True)
-    key, value, metadata = write
-    return (key, *_memory_json(session_id, key, value, metadata), False)
-
-
-def _append_writes(
-    conn: Any,
-    session_id: str,
-    encoded: Sequence[tuple[str, str, str, bool]],
-    now: str,
-    memory_at: int | None,
-) -> list[bool]:
-    # A commit's memory writes, after the version it read with its checkpoint (if any):
-    # whether each one was written (a conditional one is not when its key is set).
-    at = latest_version(conn, session_id) if memory_at is None else memory_at
-    wrote = []
-    for key, value_json, metadata_json, unless_set in encoded:
-        after = append_memory(
-            conn, session_id, key, value_json, metadata_json, now, after=at, unless_set=unless_set
-        )
-        wrote.append(after != at)
-        at = after
-    return wrote
-
-
-def _memory_json(
-    session_id: str, key: str, value: JsonValue, metadata: dict[str, JsonValue]
-) -> tuple[str, str]:
-    # Checked and encoded before the write starts: bad input writes nothing.
-    if not isinstance(key, str):
-        raise InvalidInputError(f"memory key must be a string, got {type(key).__name__}")
-    check_json(value, f"memory value for {key!r}")
-    check_json(metadata, f"memory metadata for {key!r}")
-    try:
-        return compact(value), compact(metadata)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidInputError(
-            f"memory value for {key!r} is not JSON-serializable: {exc}", session_id=session_id
-        ) from exc
