@@ -132,24 +132,22 @@ def _time(text: object, key: int) -> tuple[int | None, object]:
     at offset 0 that is the text the view renders for its moment, so it is not rendered
     again to compare (a text may not be: ``+00:00`` and ``Z``, fewer fraction digits)."""
     if type(text) is datetime:  # its text is rendered only when it is stored
-        moment = text
-        if moment.utcoffset() != timedelta(0):
-            return None, moment.isoformat()
-        micros = (moment - _EPOCH) // timedelta(microseconds=1)
-        if micros < 0:
-            return None, moment.isoformat()
-        return micros - (key // 1000 if key > 0 else 0), None
-    if type(text) is not str:
+        moment, own = text, True
+    elif type(text) is str:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None, text
+        own = False
+    else:
         return None, text
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None, text
-    if moment.utcoffset() != timedelta(0):
-        return None, text
-    micros = (moment - _EPOCH) // timedelta(microseconds=1)
-    if micros < 0 or (_EPOCH + timedelta(microseconds=micros)).isoformat() != text:
-        return None, text
+    micros = (
+        (moment - _EPOCH) // timedelta(microseconds=1)
+        if moment.utcoffset() == timedelta(0)
+        else -1  # naive or not UTC: kept as text
+    )
+    if micros < 0 or (not own and (_EPOCH + timedelta(microseconds=micros)).isoformat() != text):
+        return None, moment.isoformat() if own else text
     return micros - (key // 1000 if key > 0 else 0), None
 
 
