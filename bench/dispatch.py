@@ -34,7 +34,20 @@ and wall then include the trace's).
 ``--timeline`` adds one more dispatch whose model records each lane's waits (the model sleeps,
 then answers, as ScriptedModel does) and prints where a lane's cycle (one child: from one model
 call to the next) goes past the model's wait: how late the wait ended, and of that how long the
-lane waited behind other lanes' work, and the lane's own work before its next call.
+lane waited behind other lanes' work, and the lane's own work before its next call; and that
+work for a train's head (the lanes move one behind the other; the head is the first step after
+the loop was idle, its caches cold: its step and its model's lateness set the period of every
+lane behind it) beside the others'.
+
+Printed last, the floors under the two goals, measured in the same run:
+
+- **SQL alone**: one more dispatch keeps every statement it runs with its values; copies of
+  the file as it was before it get the same statements, in the same order and transactions,
+  from a bare ``sqlite3`` loop (median of 3): SQLite's own CPU per child, beside the 0.3 ms
+  goal and the framework's CPU per child.
+- **plain lanes with a child's CPU**: ``bare_lanes`` whose lanes also spin the warm CPU per
+  child after each sleep: the wall ÷ ideal a child of that much CPU reaches on this machine
+  with nothing of the framework (its steps all alike; a dispatch's are not: see the head's).
 
 Run: python bench/dispatch.py [--tasks 200] [--limit 10] [--latency 0.05] [--warm 3]
     [--no-record-calls] [--turn-paths N] [--trace-timed] [--timeline]
@@ -47,6 +60,7 @@ import asyncio
 import functools
 import gc
 import itertools
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -152,7 +166,23 @@ def _cycles(waits: list[tuple[int, float, float]], wait: float) -> dict[str, flo
         )
         work += then - resumed
     count = max(1, len(cycles))
-    return {"late": late / count, "behind": behind / count, "work": work / count}
+    # A lane's work is one step of the loop. The lanes move in trains, one behind the other;
+    # a train's head is the first step after the loop was idle (more than 5 ms: its caches
+    # cold), and its step and its model's lateness set the train's period.
+    heads: list[float] = []
+    others: list[float] = []
+    last_end = -1.0
+    for _, _, resumed, then in sorted(cycles, key=lambda cycle: cycle[2]):
+        (heads if resumed - last_end > 0.005 else others).append(then - resumed)
+        last_end = max(last_end, then)
+    return {
+        "late": late / count,
+        "behind": behind / count,
+        "work": work / count,
+        "head": statistics.median(heads) if heads else 0.0,
+        "heads": len(heads),
+        "others": statistics.median(others) if others else 0.0,
+    }
 
 
 async def run(
@@ -226,6 +256,99 @@ async def bare_lanes(tasks: int, limit: int, latency: float) -> float:
     async def lane() -> None:
         for _ in waiting:
             await asyncio.sleep(latency)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(lane() for _ in range(min(limit, tasks))))
+    return time.perf_counter() - started
+
+
+class _Recording(sqlite3.Connection):
+    """A connection that keeps every statement it runs, with its values, in order."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kept: list[tuple[bool, str, Any]] = []
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self.kept.append((False, sql, parameters))
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        rows = list(parameters)  # kept for the replay: an iterator would be used up
+        self.kept.append((True, sql, rows))
+        return super().executemany(sql, rows)
+
+
+async def sql_floor(
+    tasks: int,
+    limit: int,
+    latency: float,
+    tmp: Path,
+    *,
+    record_calls: bool = True,
+    replays: int = 3,
+) -> tuple[float, int]:
+    """CPU per child of the dispatch's SQL alone, and the statements replayed.
+
+    One more dispatch on a connection that keeps every statement it runs with its values
+    (``_Recording``); copies of the file as it was just before the dispatch then get the same
+    statements with the same values, in the same order (same transactions), from a bare
+    ``sqlite3`` loop that fetches every result (the median of ``replays`` copies): what SQLite
+    itself costs a child, with no Python of the framework around it.
+    """
+    connect = sqlite3.connect  # the store opens its file with it
+    sqlite3.connect = functools.partial(connect, factory=_Recording)  # type: ignore[assignment]
+    try:
+        store = SqliteStore(tmp / "recorded.db")
+    finally:
+        sqlite3.connect = connect
+    manager = SessionManager(store)
+    lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(
+        name="worker",
+        model=ScriptedModel(lambda messages: "ok", latency=latency),
+        record_calls=record_calls,
+    )
+    recording = store.connection
+    assert isinstance(recording, _Recording)
+    recording.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    copies = [
+        sqlite3.connect(tmp / f"replayed{n}.db", isolation_level=None) for n in range(replays)
+    ]
+    for copy in copies:
+        recording.backup(copy)
+    recording.kept.clear()
+    await manager.dispatch_all(
+        lead,
+        [(worker, f"task {i}") for i in range(tasks)],
+        DispatchConfig(max_concurrency=limit),
+    )
+    kept = list(recording.kept)
+    store.close()
+    cpu = []
+    for copy in copies:
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
+            copy.execute(f"PRAGMA {pragma}")
+        started = time.process_time()
+        for many, sql, values in kept:
+            (copy.executemany if many else copy.execute)(sql, values).fetchall()
+        cpu.append(time.process_time() - started)
+        copy.close()
+    return statistics.median(cpu) / tasks, len(kept)
+
+
+async def busy_lanes(tasks: int, limit: int, latency: float, work: float) -> float:
+    """Wall time of ``bare_lanes`` whose lanes also spin ``work`` seconds per task after each
+    sleep: plain asyncio with a child's CPU and nothing of the framework (how close to the
+    ideal lanes of that much work per child can come on this machine)."""
+    waiting = iter(range(tasks))
+
+    async def lane() -> None:
+        for _ in waiting:
+            await asyncio.sleep(latency)
+            until = time.perf_counter() + work
+            while time.perf_counter() < until:
+                pass
 
     started = time.perf_counter()
     await asyncio.gather(*(lane() for _ in range(min(limit, tasks))))
@@ -327,7 +450,9 @@ def _timeline(args: argparse.Namespace, tmp: Path) -> str:
         f"{one.wall / (args.tasks / args.limit * args.latency):.3f}): a lane's cycle is the "
         f"model's {args.latency * 1000:.0f} ms + {cycle['late'] * 1000:.2f} ms late (of it "
         f"{cycle['behind'] * 1000:.2f} ms behind other lanes' work) + "
-        f"{cycle['work'] * 1000:.2f} ms of its own work"
+        f"{cycle['work'] * 1000:.2f} ms of its own work; the first step after the loop was "
+        f"idle (a train's head, {cycle['heads']} of them) works {cycle['head'] * 1000:.2f} ms "
+        f"(median), the others {cycle['others'] * 1000:.2f} ms"
     )
 
 
@@ -389,7 +514,35 @@ def main() -> None:
         verdicts += _report("warm", runs[1:], counted, floor, lanes, args)
     if timeline is not None:
         print(timeline)
+    _floors(args, runs[1:] or runs, floor, record)
     print(", ".join(verdicts))
+
+
+def _floors(args: argparse.Namespace, runs: list[Run], floor: float, record: bool) -> None:
+    # The floors under the two goals, measured in this run (see sql_floor and busy_lanes).
+    per_child = (statistics.median(r.cpu for r in runs) - floor) / args.tasks
+    with tempfile.TemporaryDirectory() as tmp:
+        sql, statements = asyncio.run(
+            sql_floor(args.tasks, args.limit, args.latency, Path(tmp), record_calls=record)
+        )
+    print("floors (this run):")
+    print(
+        f"  SQL alone: the dispatch's {statements / args.tasks:.1f} statements per child, with "
+        f"their values, replayed by a bare sqlite3 loop on copies of the file: "
+        f"{sql * 1000:.3f} ms CPU per child ({sql / 0.3e-3:.0%} of the 0.3 ms goal; the "
+        f"framework's {per_child * 1000:.3f} ms is {per_child / sql:.1f}x it)"
+    )
+    if args.latency:
+        ideal = args.tasks / args.limit * args.latency
+        spun = statistics.median(
+            asyncio.run(busy_lanes(args.tasks, args.limit, args.latency, per_child))
+            for _ in range(3)
+        )
+        print(
+            f"  plain asyncio lanes that spin {per_child * 1000:.3f} ms (the framework CPU per "
+            f"child above) after each sleep, no framework: wall ÷ ideal {spun / ideal:.3f} (what "
+            "a child of that CPU reaches on this machine; the goal is 1.05)"
+        )
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
         ),
         ("sync.py", ["--calls", "50", "--rounds", "2"], "run_sync overhead"),
         (
+            "dispatch.py",
+            ["--tasks", "20", "--limit", "5", "--latency", "0.01", "--warm", "1", "--timeline"],
+            "SQL alone",
+        ),
+        (
             "storage.py",
             ["--checkpoints", "100", "--sessions", "100", "--turns", "10", "--repeats", "1"],
             "targets PASS",
