@@ -185,6 +185,20 @@ def _cycles(waits: list[tuple[int, float, float]], wait: float) -> dict[str, flo
     }
 
 
+async def _parties(
+    store: SqliteStore, latency: float, record_calls: bool, model: ScriptedModel | None = None
+) -> tuple[SessionManager, str, Agent]:
+    """A manager of ``store``, the lead session and the workers' agent of every dispatch."""
+    manager = SessionManager(store)
+    lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
+    worker = Agent(
+        name="worker",
+        model=model or ScriptedModel(lambda messages: "ok", latency=latency),
+        record_calls=record_calls,
+    )
+    return manager, lead, worker
+
+
 async def run(
     tasks: int,
     limit: int,
@@ -199,13 +213,7 @@ async def run(
     docstring; a traced run's CPU includes the trace's); ``model``: the workers' model
     instead of a ScriptedModel that waits ``latency``."""
     store = SqliteStore(db)
-    manager = SessionManager(store)
-    lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
-    worker = Agent(
-        name="worker",
-        model=model or ScriptedModel(lambda messages: "ok", latency=latency),
-        record_calls=record_calls,
-    )
+    manager, lead, worker = await _parties(store, latency, record_calls, model)
     clock, collector = _StoreClock(store), _GcClock()
     gc.callbacks.append(collector)
     statements: list[str] = []
@@ -247,15 +255,20 @@ async def bare(tasks: int, limit: int, latency: float) -> float:
     return time.process_time() - cpu
 
 
-async def bare_lanes(tasks: int, limit: int, latency: float) -> float:
+async def bare_lanes(tasks: int, limit: int, latency: float, work: float = 0.0) -> float:
     """Wall time of the schedule as ``limit`` plain asyncio lanes that only sleep, each
     taking the next task when its sleep ends (as dispatch_all's lanes do): what asyncio's
-    own timers give (they fire on whole milliseconds), with no framework work at all."""
+    own timers give (they fire on whole milliseconds), with no framework work at all.
+    ``work``: seconds each lane also spins per task after its sleep (a child's CPU, and still
+    nothing of the framework)."""
     waiting = iter(range(tasks))
 
     async def lane() -> None:
         for _ in waiting:
             await asyncio.sleep(latency)
+            until = time.perf_counter() + work
+            while time.perf_counter() < until:
+                pass
 
     started = time.perf_counter()
     await asyncio.gather(*(lane() for _ in range(min(limit, tasks))))
@@ -302,13 +315,7 @@ async def sql_floor(
         store = SqliteStore(tmp / "recorded.db")
     finally:
         sqlite3.connect = connect
-    manager = SessionManager(store)
-    lead = await manager.create(Agent(name="lead", model=ScriptedModel()))
-    worker = Agent(
-        name="worker",
-        model=ScriptedModel(lambda messages: "ok", latency=latency),
-        record_calls=record_calls,
-    )
+    manager, lead, worker = await _parties(store, latency, record_calls)
     recording = store.connection
     assert isinstance(recording, _Recording)
     recording.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
@@ -335,24 +342,6 @@ async def sql_floor(
         cpu.append(time.process_time() - started)
         copy.close()
     return statistics.median(cpu) / tasks, len(kept)
-
-
-async def busy_lanes(tasks: int, limit: int, latency: float, work: float) -> float:
-    """Wall time of ``bare_lanes`` whose lanes also spin ``work`` seconds per task after each
-    sleep: plain asyncio with a child's CPU and nothing of the framework (how close to the
-    ideal lanes of that much work per child can come on this machine)."""
-    waiting = iter(range(tasks))
-
-    async def lane() -> None:
-        for _ in waiting:
-            await asyncio.sleep(latency)
-            until = time.perf_counter() + work
-            while time.perf_counter() < until:
-                pass
-
-    started = time.perf_counter()
-    await asyncio.gather(*(lane() for _ in range(min(limit, tasks))))
-    return time.perf_counter() - started
 
 
 def _report(
@@ -519,7 +508,7 @@ def main() -> None:
 
 
 def _floors(args: argparse.Namespace, runs: list[Run], floor: float, record: bool) -> None:
-    # The floors under the two goals, measured in this run (see sql_floor and busy_lanes).
+    # The floors under the two goals, measured in this run (see sql_floor and bare_lanes).
     per_child = (statistics.median(r.cpu for r in runs) - floor) / args.tasks
     with tempfile.TemporaryDirectory() as tmp:
         sql, statements = asyncio.run(
@@ -527,15 +516,16 @@ def _floors(args: argparse.Namespace, runs: list[Run], floor: float, record: boo
         )
     print("floors (this run):")
     print(
-        f"  SQL alone: the dispatch's {statements / args.tasks:.1f} statements per child, with "
-        f"their values, replayed by a bare sqlite3 loop on copies of the file: "
+        f"  SQL alone: the dispatch's {statements / args.tasks:.1f} calls per child (execute or "
+        "executemany, BEGIN and COMMIT among them), with their values, replayed by a bare "
+        f"sqlite3 loop on copies of the file: "
         f"{sql * 1000:.3f} ms CPU per child ({sql / 0.3e-3:.0%} of the 0.3 ms goal; the "
         f"framework's {per_child * 1000:.3f} ms is {per_child / sql:.1f}x it)"
     )
     if args.latency:
         ideal = args.tasks / args.limit * args.latency
         spun = statistics.median(
-            asyncio.run(busy_lanes(args.tasks, args.limit, args.latency, per_child))
+            asyncio.run(bare_lanes(args.tasks, args.limit, args.latency, per_child))
             for _ in range(3)
         )
         print(
