@@ -35,9 +35,10 @@ and wall then include the trace's).
 then answers, as ScriptedModel does) and prints where a lane's cycle (one child: from one model
 call to the next) goes past the model's wait: how late the wait ended, and of that how long the
 lane waited behind other lanes' work, and the lane's own work before its next call; and that
-work for a train's head (the lanes move one behind the other; the head is the first step after
-the loop was idle, its caches cold: its step and its model's lateness set the period of every
-lane behind it) beside the others'.
+work (one step of the loop) by how long the loop sat idle before it. The lanes move in trains,
+one behind the other; a train's head, the first step after the loop sat idle between waves,
+finds the caches cold, and its step and its model's lateness set the period of every lane
+behind it.
 
 Printed last, the floors under the two goals, measured in the same run:
 
@@ -166,23 +167,35 @@ def _cycles(waits: list[tuple[int, float, float]], wait: float) -> dict[str, flo
         )
         work += then - resumed
     count = max(1, len(cycles))
-    # A lane's work is one step of the loop. The lanes move in trains, one behind the other;
-    # a train's head is the first step after the loop was idle (more than 5 ms: its caches
-    # cold), and its step and its model's lateness set the train's period.
-    heads: list[float] = []
-    others: list[float] = []
-    last_end = -1.0
-    for _, _, resumed, then in sorted(cycles, key=lambda cycle: cycle[2]):
-        (heads if resumed - last_end > 0.005 else others).append(then - resumed)
-        last_end = max(last_end, then)
-    return {
-        "late": late / count,
-        "behind": behind / count,
-        "work": work / count,
-        "head": statistics.median(heads) if heads else 0.0,
-        "heads": len(heads),
-        "others": statistics.median(others) if others else 0.0,
-    }
+    return {"late": late / count, "behind": behind / count, "work": work / count}
+
+
+_IDLE = ((0.0001, "under 0.1 ms"), (0.005, "0.1-5 ms"), (0.02, "5-20 ms"), (None, "20 ms or more"))
+
+
+def _by_idle(waits: list[tuple[int, float, float]]) -> list[tuple[str, int, float]]:
+    """Each lane step's work (from a model's answer to the lane's next call: one step of the
+    loop) by how long the loop sat idle before it: ``(bucket, steps, median seconds)``.
+
+    The lanes move in trains, one behind the other: a step right behind another lane's finds
+    the caches warm; a train's head, the first step after the loop sat idle between waves,
+    finds them cold, and its step (with its model's lateness) sets the period of every lane
+    behind it."""
+    steps: list[tuple[float, float]] = []
+    lanes: dict[int, list[tuple[float, float]]] = {}
+    for lane, began, resumed in waits:
+        lanes.setdefault(lane, []).append((began, resumed))
+    for marks in lanes.values():
+        ordered = sorted(marks)
+        steps += [(one[1], two[0]) for one, two in itertools.pairwise(ordered)]
+    found: dict[str, list[float]] = {label: [] for _, label in _IDLE}
+    last_end = float("inf")
+    for resumed, then in sorted(steps):
+        idle = max(0.0, resumed - last_end)
+        label = next(label for bound, label in _IDLE if bound is None or idle < bound)
+        found[label].append(then - resumed)
+        last_end = then if last_end == float("inf") else max(last_end, then)
+    return [(label, len(xs), statistics.median(xs)) for label, xs in found.items() if xs]
 
 
 async def _parties(
@@ -439,9 +452,12 @@ def _timeline(args: argparse.Namespace, tmp: Path) -> str:
         f"{one.wall / (args.tasks / args.limit * args.latency):.3f}): a lane's cycle is the "
         f"model's {args.latency * 1000:.0f} ms + {cycle['late'] * 1000:.2f} ms late (of it "
         f"{cycle['behind'] * 1000:.2f} ms behind other lanes' work) + "
-        f"{cycle['work'] * 1000:.2f} ms of its own work; the first step after the loop was "
-        f"idle (a train's head, {cycle['heads']} of them) works {cycle['head'] * 1000:.2f} ms "
-        f"(median), the others {cycle['others'] * 1000:.2f} ms"
+        f"{cycle['work'] * 1000:.2f} ms of its own work\n  a lane's step (median) by how long "
+        "the loop sat idle before it: "
+        + "; ".join(
+            f"{label}: {value * 1000:.2f} ms ({steps} steps)"
+            for label, steps, value in _by_idle(model.waits)
+        )
     )
 
 
