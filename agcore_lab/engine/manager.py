@@ -178,7 +178,8 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations, ChildOperat
         )
 
     def _on_gap(self) -> None:
-        # Changes were missed: re-read every live session and tell the views to re-read.
+        # Changes were missed: re-read every live session, then tell every listener (a view
+        # of a session not live here, a tree) to re-read what it shows.
         for session_id in self.live_ids():
             kind: EventKind = "turn"
             if self.store.session_version(session_id) is None:
@@ -189,6 +190,7 @@ class SessionManager(ManagerFacades, CallOperations, TreeOperations, ChildOperat
                 if live is not None:
                     live.refresh_nowait()
             self.emit(kind, session_id, remote=True)
+        self.emit("missed", "", remote=True)
 
     def emit(self, kind: EventKind, session_id: str, **fields: Any) -> None:
         """Tell the listeners (a listener that raises is logged and skipped)."""

@@ -34,6 +34,7 @@ _EVENTS: dict[str, tuple[int, str]] = {
     "fork": (logging.INFO, "session forked"),
     "agent_switched": (logging.INFO, "agent switched"),
     "approval": (logging.INFO, "tool call decided"),
+    "missed": (logging.INFO, "changes made elsewhere were missed; listeners re-read"),
 }
 
 

@@ -34,6 +34,7 @@ EventKind = Literal[
     "agent_switched",
     "approval",
     "slot",
+    "missed",
 ]
 
 
@@ -45,6 +46,12 @@ class ManagerEvent(BaseModel):
     never wait for that session (views only schedule a refresh). Changes made by *other*
     processes (or other store objects) arrive the same way from the manager's watcher thread,
     with ``remote=True``.
+
+    ``missed`` (``remote=True``, ``session_id=""``: no one session) says the watcher fell
+    further behind the store's change feed than the feed keeps (a suspended kernel, another
+    process writing hundreds of changes between two looks): some changes made elsewhere
+    reached no listener, so whatever a listener shows may be stale — read it again. Live
+    sessions were re-read first, each with a ``turn`` event (``destroyed`` if it is gone).
     """
 
     model_config = ConfigDict(frozen=True)

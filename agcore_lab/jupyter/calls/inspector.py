@@ -112,7 +112,7 @@ class CallInspector(ManagerView):
     # -- loading ------------------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
-        if self.session_id in (event.session_id, event.new_session_id):
+        if event.kind == "missed" or self.session_id in (event.session_id, event.new_session_id):
             self.refresh()
 
     def _on_call(self, call: ModelCall) -> None:

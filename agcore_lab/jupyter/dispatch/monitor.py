@@ -174,9 +174,12 @@ class DispatchMonitor(DispatchRun, ManagerView):
     # -- loading and waiting ------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
-        # On the thread that made the change: only a child's own news schedule a reload.
-        if event.session_id in self.progress.child_ids or (
-            self._live is not None and event.session_id in self._live.child_ids
+        # On the thread that made the change: only a child's own news schedule a reload (and
+        # a ``missed``: the watcher fell behind, so any child may have changed).
+        if (
+            event.kind == "missed"
+            or event.session_id in self.progress.child_ids
+            or (self._live is not None and event.session_id in self._live.child_ids)
         ):
             self.refresh()
 

@@ -182,7 +182,7 @@ class CheckpointTimeline(HistoryControls, TurnCalls, HistoryActions, ManagerView
 
     def _on_event(self, event: Any) -> None:
         # Called on the thread that changed the manager: schedule, never block.
-        if self.session_id in (event.session_id, event.new_session_id):
+        if event.kind == "missed" or self.session_id in (event.session_id, event.new_session_id):
             self.refresh()
 
     async def _load(self) -> _Loaded:

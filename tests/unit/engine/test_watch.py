@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from agcore_lab import Agent, ScriptedModel, SessionManager, SqliteStore
+from agcore_lab.engine.records import ManagerEvent
 from agcore_lab.engine.watch import ChangeWatcher
 from agcore_lab.store._changes import KEEP_CHANGES
 from agcore_lab.store.base import ChangeRecord, SessionRecord
@@ -72,3 +73,31 @@ def test_a_checkpointed_turn_logs_its_turn_then_its_checkpoint_and_the_feed_stay
     assert KEEP_CHANGES <= rows[0] <= KEEP_CHANGES + 33
     newest = store.changes_since(rows[1] - 2)
     assert [c.kind for c in newest] == ["turn", "checkpoint"]
+
+
+def test_a_manager_that_missed_changes_tells_every_listener_to_read_again(
+    tmp_path: Path,
+) -> None:
+    # Changes the feed no longer holds reached no listener: live sessions are re-read (a turn
+    # event each), then one "missed" event tells the rest (a view of a session not live here,
+    # a tree) to read again, before the changes the feed still holds.
+    path = tmp_path / "lab.db"
+    manager = SessionManager(SqliteStore(path), agents=[Agent(name="a")], watch_interval=3600)
+    live = manager.create_sync(manager.agents["a"])
+    events: list[ManagerEvent] = []
+    unsubscribe = manager.add_listener(events.append)
+    watcher = manager.watch()
+    assert watcher is not None  # its thread first waits an hour: this test looks by hand
+    theirs = SqliteStore(path)
+    theirs.create_session(SessionRecord(session_id="s", agent_name="a"))
+    assert watcher.poll() == 1
+    assert [(e.kind, e.session_id) for e in events] == [("created", "s")]  # nothing missed
+    events.clear()
+    for version in range(KEEP_CHANGES + 40):
+        theirs.commit(SessionRecord(session_id="s", agent_name="a", version=version))
+    watcher.poll()
+    kinds = [(e.kind, e.session_id, e.remote) for e in events]
+    assert kinds[:2] == [("turn", live, True), ("missed", "", True)]
+    assert "missed" not in [e.kind for e in events[2:]]
+    assert {e.session_id for e in events[2:]} == {"s"}  # then what the feed still holds
+    unsubscribe()
