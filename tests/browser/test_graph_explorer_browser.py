@@ -122,6 +122,53 @@ clicked = []
 explorer.on_node_click(clicked.append)"""
 
 
+# Records, inside the frame, the nodes of every click vis-network saw (the page's own handler
+# posts the same click to the notebook).
+_SEEN_CLICKS = """() => {
+  if (!window.__agcSeen) {
+    window.__agcSeen = [];
+    window.network.on("click", (p) => window.__agcSeen.push(p.nodes.map(String)));
+  }
+}"""
+
+
+def _node_spot(frame: Any, node_id: str) -> tuple[float, float]:
+    spot = json.loads(
+        frame.evaluate(
+            f"JSON.stringify(window.network.canvasToDOM(window.network.getPosition({node_id!r})))"
+        )
+    )
+    return round(spot["x"], 1), round(spot["y"], 1)
+
+
+def _click_node(page: Any, iframe: Any, frame: Any, node_id: str, tries: int = 5) -> None:
+    """Click the drawn node ``node_id`` once, as a user would: on a still layout, at the node's
+    place on the screen. A click the network did not see on that node (the layout moved under
+    the pointer: a theme repaint restarts the physics) is tried again; it posted nothing."""
+    frame.evaluate(_SEEN_CLICKS)
+    for _ in range(tries):
+        frame.evaluate("window.network.stopSimulation()")
+        iframe.scroll_into_view_if_needed()
+        spot, box = _node_spot(frame, node_id), iframe.bounding_box()
+        for _ in range(50):  # still: the same place twice, 0.2 s apart
+            time.sleep(0.2)
+            frame.evaluate("window.network.stopSimulation()")
+            now, box_now = _node_spot(frame, node_id), iframe.bounding_box()
+            if (now, box_now) == (spot, box):
+                break
+            spot, box = now, box_now
+        before = frame.evaluate("window.__agcSeen.length")
+        page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
+        deadline = time.monotonic() + 5
+        while frame.evaluate("window.__agcSeen.length") == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = frame.evaluate("window.__agcSeen")[before:]
+        if [node_id] in seen:
+            return
+        assert all(nodes == [] for nodes in seen), seen  # never a click on another node
+    raise AssertionError(f"node {node_id} was not clicked in {tries} tries")
+
+
 def _hex_to_rgb(value: str) -> str:
     digits = value.strip().lstrip("#")
     if len(digits) == 3:
@@ -160,14 +207,7 @@ def test_graph_explorer_click_theme_and_legend(page: Any, jupyter_lab: Any) -> N
     jupyter_lab.screenshot(page, "graph_light")
 
     # Click node e3: the kernel re-centres on it and the callback saw it.
-    frame.evaluate("window.network.stopSimulation()")
-    spot = json.loads(
-        frame.evaluate(
-            "JSON.stringify(window.network.canvasToDOM(window.network.getPosition('e3')))"
-        )
-    )
-    box = iframe.bounding_box()
-    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
+    _click_node(page, iframe, frame, "e3")
     status = explorer.locator(".agc-status").last
     expect(status).to_contain_text("e3 (e3): 1 related", timeout=30_000)
     frame = _graph_frame(iframe, 2)
