@@ -37,49 +37,43 @@ def lab(tmp_path: Path) -> Iterator[tuple[SessionManager, SessionManager, str]]:
     other.store.close()
 
 
-def _watcher(manager: SessionManager) -> ChangeWatcher:
-    watcher = manager.watch()
+def _turns_then_flood(here: SessionManager, other: SessionManager, sid: str, *prompts: str) -> None:
+    """The other kernel's turns on ``sid``, then more changes on another session than the feed
+    keeps; then this kernel's watcher looks once."""
+    watcher: ChangeWatcher | None = here.watch()
     assert watcher is not None
-    return watcher
-
-
-def _flood(other: SessionManager) -> None:
-    """More changes on another session than the feed keeps."""
+    for prompt in prompts:
+        other.submit_turn_sync(sid, prompt)
     other.store.create_session(SessionRecord(session_id="busy", agent_name="writer"))
     for version in range(KEEP_CHANGES + 40):
         other.store.commit(SessionRecord(session_id="busy", agent_name="writer", version=version))
+    watcher.poll()
 
 
-def test_a_timeline_reads_again_after_changes_it_never_heard_of(
+@pytest.mark.parametrize(
+    ("view_class", "listed", "before", "prompts", "after"),
+    [
+        # The timeline lists its checkpoints newest first ...
+        (CheckpointTimeline, "checkpoints", [1, 0], ("two", "three"), [3, 2, 1, 0]),
+        # ... the call inspector its model calls oldest first.
+        (CallInspector, "calls", [1], ("two",), [1, 2]),
+    ],
+    ids=["timeline", "call-inspector"],
+)
+def test_a_view_reads_again_after_changes_it_never_heard_of(
     lab: tuple[SessionManager, SessionManager, str],
+    view_class: type[CheckpointTimeline] | type[CallInspector],
+    listed: str,
+    before: list[int],
+    prompts: tuple[str, ...],
+    after: list[int],
 ) -> None:
     here, other, sid = lab
-    view = CheckpointTimeline(here, sid)
+    view = view_class(here, sid)
     try:
-        watcher = _watcher(here)
-        assert [c.turn_index for c in view.checkpoints] == [1, 0]
-        other.submit_turn_sync(sid, "two")
-        other.submit_turn_sync(sid, "three")
-        _flood(other)
-        watcher.poll()
+        assert [c.turn_index for c in getattr(view, listed)] == before
+        _turns_then_flood(here, other, sid, *prompts)
         assert view.wait(10)
-        assert [c.turn_index for c in view.checkpoints] == [3, 2, 1, 0]
-    finally:
-        view.close()
-
-
-def test_a_call_inspector_reads_again_after_changes_it_never_heard_of(
-    lab: tuple[SessionManager, SessionManager, str],
-) -> None:
-    here, other, sid = lab
-    view = CallInspector(here, sid)
-    try:
-        watcher = _watcher(here)
-        assert [c.turn_index for c in view.calls] == [1]
-        other.submit_turn_sync(sid, "two")
-        _flood(other)
-        watcher.poll()
-        assert view.wait(10)
-        assert [c.turn_index for c in view.calls] == [1, 2]  # oldest first
+        assert [c.turn_index for c in getattr(view, listed)] == after
     finally:
         view.close()
