@@ -73,19 +73,7 @@ def test_graph_explorer_in_jupyterlab(page: Any, jupyter_lab: Any) -> None:
     assert frame.evaluate("document.getElementById('agc-data').textContent").count("<") == 0
 
     # Hover the node: the tooltip shows the name and description as text.
-    frame.evaluate("window.network.stopSimulation()")
-    spot = json.loads(
-        frame.evaluate(
-            "JSON.stringify(window.network.canvasToDOM(window.network.getPosition('evil')))"
-        )
-    )
-    box = iframe.bounding_box()
-    page.mouse.move(box["x"] + spot["x"], box["y"] + spot["y"])
-    frame.wait_for_function(
-        "[...document.querySelectorAll('.vis-tooltip')].some("
-        "t => t.style.visibility !== 'hidden' && t.textContent.includes('onerror'))",
-        timeout=15_000,
-    )
+    _hover_node(page, iframe, frame, "evil", "onerror")
     tooltip = frame.evaluate(
         "[...document.querySelectorAll('.vis-tooltip')].map(t => t.textContent).join('|')"
     )
@@ -141,24 +129,51 @@ def _node_spot(frame: Any, node_id: str) -> tuple[float, float]:
     return round(spot["x"], 1), round(spot["y"], 1)
 
 
+def _still_spot(iframe: Any, frame: Any, node_id: str) -> tuple[float, float]:
+    """Where node ``node_id`` is on the page once the layout is still: the same place (and the
+    frame's box the same) twice, 0.2 s apart, the physics stopped each time."""
+    frame.evaluate("window.network.stopSimulation()")
+    iframe.scroll_into_view_if_needed()
+    spot, box = _node_spot(frame, node_id), iframe.bounding_box()
+    for _ in range(50):
+        time.sleep(0.2)
+        frame.evaluate("window.network.stopSimulation()")
+        now, box_now = _node_spot(frame, node_id), iframe.bounding_box()
+        if (now, box_now) == (spot, box):
+            break
+        spot, box = now, box_now
+    return box["x"] + spot[0], box["y"] + spot[1]
+
+
+def _hover_node(
+    page: Any, iframe: Any, frame: Any, node_id: str, text: str, tries: int = 5
+) -> None:
+    """Rest the pointer on node ``node_id`` until its tooltip shows ``text`` (a hover has no
+    effect but the tooltip, so one that missed the node is simply tried again)."""
+    shown = (
+        "[...document.querySelectorAll('.vis-tooltip')].some("
+        f"t => t.style.visibility !== 'hidden' && t.textContent.includes({text!r}))"
+    )
+    for _ in range(tries):
+        page.mouse.move(0, 0)
+        page.mouse.move(*_still_spot(iframe, frame, node_id))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if frame.evaluate(shown):
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"no tooltip with {text!r} over node {node_id} in {tries} tries")
+
+
 def _click_node(page: Any, iframe: Any, frame: Any, node_id: str, tries: int = 5) -> None:
     """Click the drawn node ``node_id`` once, as a user would: on a still layout, at the node's
     place on the screen. A click the network did not see on that node (the layout moved under
     the pointer: a theme repaint restarts the physics) is tried again; it posted nothing."""
     frame.evaluate(_SEEN_CLICKS)
     for _ in range(tries):
-        frame.evaluate("window.network.stopSimulation()")
-        iframe.scroll_into_view_if_needed()
-        spot, box = _node_spot(frame, node_id), iframe.bounding_box()
-        for _ in range(50):  # still: the same place twice, 0.2 s apart
-            time.sleep(0.2)
-            frame.evaluate("window.network.stopSimulation()")
-            now, box_now = _node_spot(frame, node_id), iframe.bounding_box()
-            if (now, box_now) == (spot, box):
-                break
-            spot, box = now, box_now
+        x, y = _still_spot(iframe, frame, node_id)
         before = frame.evaluate("window.__agcSeen.length")
-        page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
+        page.mouse.click(x, y)
         deadline = time.monotonic() + 5
         while frame.evaluate("window.__agcSeen.length") == before and time.monotonic() < deadline:
             time.sleep(0.1)
