@@ -154,14 +154,16 @@ def _hover_node(
         "[...document.querySelectorAll('.vis-tooltip')].some("
         f"t => t.style.visibility !== 'hidden' && t.textContent.includes({text!r}))"
     )
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     for _ in range(tries):
         page.mouse.move(0, 0)
         page.mouse.move(*_still_spot(iframe, frame, node_id))
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if frame.evaluate(shown):
-                return
-            time.sleep(0.1)
+        try:
+            frame.wait_for_function(shown, timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            continue
     raise AssertionError(f"no tooltip with {text!r} over node {node_id} in {tries} tries")
 
 
